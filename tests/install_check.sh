@@ -1,0 +1,46 @@
+#!/bin/bash
+# tests/install_check.sh BUILD_DIR - install into a staging root and build
+# a program against the installed copy through pkg-config, as a user of
+# the package would; run it in-process and check what it recorded.
+set -eu
+build=${1:-.}
+stage=$(mktemp -d "${TMPDIR:-/tmp}/xtc-install.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+make -C "$build" -s install DESTDIR="$stage" >/dev/null
+prefix=$(sed -n 's/^prefix=//p' "$build/xtctail.pc")
+libdir=$(sed -n 's/^libdir=//p' "$build/xtctail.pc" | sed "s|\${exec_prefix}|$prefix|")
+export PKG_CONFIG_PATH="$stage$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage"
+cat >"$stage/user.c" <<'C'
+#include <stdio.h>
+#include <xtc_tail.h>
+
+static int count_cb(const xtc_tail_rec_t *r, void *u) { (void)r; ++*(int *)u; return 0; }
+
+int main(void)
+{
+	int n = 0;
+
+	if (xtc_tail_configure(2, 64) != XTC_OK || xtc_tail_enable(XTC_TAIL_ALL) != 0)
+		return 1;
+	if (xtc_tail_loop_bind(7) != XTC_OK)
+		return 1;
+	for (int i = 0; i < 100; i++)
+		xtc_tail_emit(XTC_TAIL_SCHED, XTC_TAIL_RUN, ((xtc_pid_t){ 7, 1, (uint64_t)i }), (uint64_t)i);
+	xtc_tail_read(count_cb, &n);
+	printf("read %d, count %zu, dropped %llu, on %d\n", n, xtc_tail_count(),
+	       (unsigned long long)xtc_tail_dropped(), xtc_tail_on(XTC_TAIL_SCHED));
+	return !(n == 64 && xtc_tail_count() == 64 && xtc_tail_dropped() == 36);
+}
+C
+cc -std=c99 -Wall -Werror -pedantic -o "$stage/user" "$stage/user.c" $(pkg-config --cflags --libs xtctail)
+out=$(LD_LIBRARY_PATH="$stage$libdir" "$stage/user")
+echo "installed copy: $out"
+[ "$out" = "read 64, count 64, dropped 36, on 1" ]
+# Nothing private is exported from the installed library.
+extra=$(nm -D --defined-only "$stage$libdir/libxtctail.so" | awk '{print $3}' | grep -v -e '^xtc_tail_' -e '^XTCTAIL_' || true)
+[ -z "$extra" ] || { echo "exported beyond the API: $extra"; exit 1; }
+for m in xtc_tail.3 xtcd.8 xtc-segment.5; do
+	find "$stage" -name "$m" | grep -q . || { echo "man page $m not installed"; exit 1; }
+done
+[ -x "$stage$prefix/bin/xtcd" ] || { echo "xtcd not installed"; exit 1; }
+echo "ok: install, pkg-config, link, exports and man pages"

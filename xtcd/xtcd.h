@@ -1,0 +1,117 @@
+/*
+ * xtcd/xtcd.h - the daemon's modules and what they share.
+ *
+ *   main.c     command line, init chain, signals, teardown
+ *   server.c   the attach socket: accept, validate, map, hand over
+ *   session.c  one attached producer: drain its rings, account, end
+ *   store.c    segments on disk: blocks, io_uring/pwrite, rotation, budget
+ *   cat.c      xtcd --cat: print what the segments hold
+ *   follow.c   xtcd --follow: print records as they are written
+ *   export.c   xtcd --export: Chrome trace JSON, dial9, XTCL
+ *   stats.c    xtcd --stats: per session and loop summary
+ *   filter.c   --session/--pid/--loop/--kind/--since/--until
+ *   view.c     filter, format and colour the lines --cat/--follow print
+ */
+#ifndef XTCD_XTCD_H
+#define XTCD_XTCD_H
+
+#include <ev.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "proto/xtc_seg.h"
+#include "proto/xtc_shm.h"
+#include "filter.h"
+
+enum sync_policy {
+	SYNC_NEVER  = 0,
+	SYNC_ROTATE = 1, /* fdatasync a segment when it is closed */
+	SYNC_PERIOD = 2, /* and every sync_ms */
+};
+
+struct config {
+	const char *dir;
+	const char *socket;
+	uint64_t    max_bytes;
+	uint64_t    segment_bytes;
+	uint64_t    keep_free;
+	unsigned    drain_ms;
+	int         force_pwrite;
+	int         sync;          /* enum sync_policy */
+	unsigned    sync_ms;
+	unsigned    hello_timeout_ms;
+	unsigned    max_clients;
+	uid_t      *allow_uids;    /* NULL: any uid that can reach the socket */
+	size_t      allow_uid_count;
+};
+
+extern struct config cfg;
+
+/* main.c */
+void xlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t mono_ns(void);
+uint64_t real_ns(void);
+int  parse_size(const char *s, uint64_t *out);
+const char *settings_text(void);
+
+/* store.c: a block is appended whole, or not at all. */
+struct commit {
+	uint64_t session_id;
+	uint32_t ring;
+	uint64_t index;        /* ring tail to publish once this is on disk */
+	uint64_t records;      /* event records this commit covers */
+};
+
+int  store_init(struct ev_loop *loop);
+void store_fini(int clean);
+/* Room for a block of payload `len`: returns a pointer to write the
+ * payload into, or NULL when every write buffer is busy (back off). */
+void *store_block_begin(uint32_t len);
+/* Finish the block begun last with its real payload length; with c, the
+ * ring tail to publish once the block is written. */
+void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c);
+/* Write out whatever is buffered. */
+void store_flush(void);
+/* Whether every buffered block has been written. */
+int  store_idle(void);
+uint64_t store_next_session_id(void);
+const char *store_io_backend(void);
+uint64_t store_bytes_used(void);
+
+/* session.c */
+struct session;
+typedef void (*session_restate_fn)(void);
+int  session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid,
+                    const void *hello, char *why, size_t why_len);
+void session_drain_all(void);
+void session_shutdown_all(void);
+void session_restate_all(void);
+void session_commit(const struct commit *c, int ok);
+void session_tick(void);
+size_t session_count(void);
+
+/* server.c */
+int  server_init(struct ev_loop *loop);
+void server_stop_accepting(void);
+void server_fini(void);
+
+/* What a reading mode (--cat, --follow, --export, --stats) was asked for. */
+struct read_opts {
+	int           json;
+	int           color;   /* enum view_color (view.h) */
+	long long     lines;   /* --follow -n: records shown first; -1 all */
+	struct filter filter;
+};
+
+/* The reading modes: each returns the process exit code. */
+int xtcd_cat(const char *dir, const struct read_opts *o, FILE *out);
+int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out);
+int xtcd_export(const char *format, const char *dir, const struct read_opts *o, FILE *out);
+int xtcd_stats(const char *dir, const struct read_opts *o, FILE *out);
+/* Whether --export knows this format (chrome, dial9, xtcl). */
+int export_format_valid(const char *format);
+
+extern struct ev_loop *xtcd_loop;
+
+#endif /* XTCD_XTCD_H */
