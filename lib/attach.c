@@ -252,8 +252,10 @@ int attach_start(const char *path, int now)
 	}
 	if (at.running)
 		return -EALREADY;
-	memset(at.path, 0, sizeof at.path);
-	strcpy(at.path, path);
+	if (path != at.path) { /* a forked child resumes with at.path itself */
+		memset(at.path, 0, sizeof at.path);
+		strcpy(at.path, path);
+	}
 	at.stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (at.stop_fd < 0)
 		return -errno;

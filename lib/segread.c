@@ -788,7 +788,7 @@ static const char *const end_reason_names[] = {
 };
 
 static const char *const drop_cause_names[] = {
-	NULL, "ring_full", "overwritten", NULL, "no_free_ring",
+	NULL, "ring_full", "overwritten", NULL, "no_free_ring", "quota",
 };
 
 static const char *const corrupt_reason_names[] = {

@@ -234,6 +234,10 @@ static int segment_create_locked(void)
 		goto fail;
 	}
 	header_init(map, rings, records, size);
+	for (uint32_t i = 0; i < rings; i++) /* no ring is loop 0 until bound so */
+		((struct xtc_shm_ring *)((char *)map + XTC_SHM_HDR_SIZE +
+		                         (uint64_t)i * xtc_shm_ring_stride(records)))->loop_id =
+			XTC_TAIL_LOOP_NONE;
 	/* A consumer maps this size: it must never shrink under it. */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		free(tail_st.priv);

@@ -141,8 +141,11 @@ struct xtc_seg_drop {
 	uint64_t to_ts_ns;         /* first record seen after it (or drain time) */
 	uint32_t cause;            /* 1 ring full, 2 overwritten before read,
 	                            * 4 no free ring for the emitting thread
-	                            * (ring = 0xFFFFFFFF); 3 is reserved: records
-	                            * lost to I/O count in SESSION_END.lost */
+	                            * (ring = 0xFFFFFFFF), 5 refused: the
+	                            * session's uid is over its quota (xtcd
+	                            * read them, and did not write them); 3 is
+	                            * reserved: records lost to I/O count in
+	                            * SESSION_END.lost */
 	uint32_t reserved;
 };
 

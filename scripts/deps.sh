@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/deps.sh - install what building and testing xtc-tail needs on
 # Debian 12, if it is missing.  Sourced by quickstart.sh and test.sh.
-XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3"
+XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
 
 xtc_install_deps() {
 	local missing=() p
@@ -17,14 +17,39 @@ xtc_install_deps() {
 		{ echo "apt-get install ${missing[*]} failed" >&2; return 1; }
 }
 
+# Configure directory $1 (once) with configure flags $2...  The source
+# tree itself is built in place.  Another directory (build-san/,
+# build-fuzz/) of a git checkout gets a copy of the sources, built in
+# place too: a VPATH build cannot share a source tree already configured
+# in place (configure refuses, and make would take the in-tree objects).
+# The copy is refreshed on every call: files whose contents changed are
+# copied anew (so they are newer than what was built from them), the rest
+# are left alone, so make redoes only what changed.  Elsewhere (a release
+# tarball) it is a VPATH build.
+xtc_configure() {
+	local dir=$1; shift
+	local top src f; top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	src=$top
+	if [ "$dir" != "$top" ] && git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		while IFS= read -r -d '' f; do
+			[ -f "$top/$f" ] && ! cmp -s "$top/$f" "$dir/$f" || continue
+			mkdir -p "$dir/$(dirname "$f")" && cp "$top/$f" "$dir/$f" ||
+				{ echo "copying the sources to $dir failed" >&2; return 1; }
+		done < <(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+		         grep -z -v -e '^build-')
+		src=$dir
+	fi
+	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null 2>&1) || { echo "autoreconf failed" >&2; return 1; }
+	if [ ! -f "$dir/Makefile" ]; then
+		(cd "$dir" && "$src/configure" -q "$@") || { echo "configure failed" >&2; return 1; }
+	fi
+}
+
 # Configure (once) and build in directory $1 with configure flags $2...
 xtc_build() {
-	local dir=$1; shift
-	local top; top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	[ -x "$top/configure" ] || (cd "$top" && autoreconf -fi >/dev/null 2>&1) || { echo "autoreconf failed" >&2; return 1; }
-	mkdir -p "$dir"
-	if [ ! -f "$dir/Makefile" ]; then
-		(cd "$dir" && "$top/configure" -q "$@") || { echo "configure failed" >&2; return 1; }
-	fi
+	local dir=$1
+	xtc_configure "$@" || return 1
 	make -C "$dir" -j"$(nproc)" -s >/dev/null || make -C "$dir" -j1
 }

@@ -554,7 +554,7 @@ static int case_huge(int argc, char **argv)
 {
 	size_t len = 64u << 10;
 	uint8_t *buf = calloc(1, len);
-	int sndbuf = (int)len * 2, fd;
+	int sndbuf = (int)len * 2, fd, ret;
 	struct seg sg;
 
 	if (buf == NULL)
@@ -564,7 +564,9 @@ static int case_huge(int argc, char **argv)
 	((struct xtc_msg_hello *)buf)->hdr.size = (uint32_t)len;
 	fd = conn_open_or_exit();
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-	return expect_refusal_on(fd, buf, len, &sg.fd, 1);
+	ret = expect_refusal_on(fd, buf, len, &sg.fd, 1);
+	free(buf);
+	return ret;
 }
 
 /* A hello whose header has another magic. */

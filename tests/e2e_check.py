@@ -10,14 +10,14 @@ from collections import defaultdict
 
 
 def load(path):
-    recs = []
+    """Every record, parsed one line at a time; events are kept as small
+    tuples-in-dicts only as long as the caller keeps them."""
     with open(path) as f:
         for n, line in enumerate(f, 1):
             try:
-                recs.append(json.loads(line))
+                yield json.loads(line)
             except ValueError as e:
                 fail("line %d is not JSON (%s): %r" % (n, e, line[:200]))
-    return recs
 
 
 def fail(msg):
@@ -136,6 +136,7 @@ def check_restart(recs, loops, per_loop):
 
 
 def check_budget(recs):
+    recs = list(recs)
     ev = [r for r in recs if r["type"] == "evicted"]
     if not ev:
         fail("no evicted record although segments were deleted")

@@ -219,7 +219,7 @@ if p.returncode != 2 or out or err.count("\n") != 1 or "redirect" not in err:
     sys.exit("FAIL: dial9 to a terminal: rc %d, %d bytes out, stderr %r" % (p.returncode, len(out), err))
 print("ok: binary output to a terminal refused: " + err.strip())
 EOF
-for args in "--export pprof $DIR" "--export chrome" "--export chrome $DIR --json" \
+for args in "--export bogus $DIR" "--export chrome" "--export chrome $DIR --json" \
             "--export xtcl $T/nonexistent"; do
 	"$XTCD" $args >"$T/out" 2>"$T/err"
 	rc=$?

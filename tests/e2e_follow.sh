@@ -167,7 +167,7 @@ mkdir -p "$DIR"
 start_xtcd --drain-ms 10
 "$XTCD" --follow "$DIR" -n all --json >"$T/crash.json" 2>"$T/crash.err" &
 f=$!
-XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 200000 100000 >/dev/null &
+XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 200000 100000 1000 >/dev/null &
 lg=$!
 wait_log "attached"
 sleep 0.7
@@ -176,8 +176,8 @@ head -c 777 /dev/urandom >>"$(ls "$DIR"/xtc-*.seg | tail -n 1)"
 sleep 0.3
 start_xtcd --drain-ms 10
 wait $lg || fail "loadgen failed"
-wait_log "ended: detached"
 stop_xtcd
+[ "$(ls "$DIR" | wc -l)" -ge 2 ] || fail "the restarted xtcd did not start a new segment"
 cat_json
 wait_lines "$T/crash.json" "$(wc -l <"$T/all.json")"
 kill -INT $f

@@ -21,7 +21,8 @@ stop_xtcd
 [ -f "$DIR/xtc-000001.seg" ] && [ -f "$DIR/xtc-000002.seg" ] || fail "expected two segments: $(ls "$DIR")"
 
 python3 - "$XTCD" "$DIR" "$T" <<'EOF' || fail "truncation"
-import os, struct, subprocess, sys
+import os, struct, subprocess, sys, threading
+from concurrent.futures import ThreadPoolExecutor
 
 xtcd, src, tmp = sys.argv[1:4]
 seg1 = open(os.path.join(src, "xtc-000001.seg"), "rb").read()
@@ -39,7 +40,7 @@ assert off == len(seg1), "segment 1 does not end on a block boundary"
 assert last_events is not None, "segment 1 has no EVENTS block"
 
 def cat(files):
-    d = os.path.join(tmp, "cut")
+    d = os.path.join(tmp, "cut-%d" % threading.get_ident())
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
         os.unlink(os.path.join(d, f))
@@ -65,8 +66,7 @@ for b in bounds:
     upto[b] = len(lines)
 assert upto[len(seg1)] == len(full1)
 
-cuts = 0
-for cut in range(last_events, len(seg1) + 1):
+def one(cut):
     whole = max(b for b in bounds if b <= cut)
     want = full1[:upto[whole]]
     torn = cut != whole
@@ -84,7 +84,12 @@ for cut in range(last_events, len(seg1) + 1):
         sys.exit("FAIL: cut at %d with a newer segment: wrong lines" % cut)
     if rc != (1 if torn else 0) or torn != ("corrupt at byte %d" % whole in err):
         sys.exit("FAIL: cut at %d with a newer segment: exit %d, stderr %r" % (cut, rc, err))
-    cuts += 1
+
+# two at a time (two cores); a failure in a worker fails the test
+cuts = 0
+with ThreadPoolExecutor(max_workers=2) as pool:
+    for _ in pool.map(one, range(last_events, len(seg1) + 1)):
+        cuts += 1
 print("ok: %d cuts over the last %d bytes (%d blocks): every whole record printed, every torn "
       "tail reported, exit 0 (newest) / 1 (older)" % (cuts, len(seg1) - last_events,
                                                       len([b for b in upto]) - 1))

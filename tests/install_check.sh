@@ -39,8 +39,15 @@ echo "installed copy: $out"
 # Nothing private is exported from the installed library.
 extra=$(nm -D --defined-only "$stage$libdir/libxtctail.so" | awk '{print $3}' | grep -v -e '^xtc_tail_' -e '^XTCTAIL_' || true)
 [ -z "$extra" ] || { echo "exported beyond the API: $extra"; exit 1; }
-for m in xtc_tail.3 xtcd.8 xtc-segment.5; do
+for m in xtc_tail.3 xtcd.8 xtc-segment.5 xtcd.conf.5 xtcd.conf.example; do
 	find "$stage" -name "$m" | grep -q . || { echo "man page $m not installed"; exit 1; }
 done
 [ -x "$stage$prefix/bin/xtcd" ] || { echo "xtcd not installed"; exit 1; }
+# The units, where configure found a unit directory, naming the installed xtcd.
+unitdir=$(sed -n 's/^systemdsystemunitdir = //p' "$build/Makefile")
+if [ -n "$unitdir" ]; then
+	[ -f "$stage$unitdir/xtcd.socket" ] || { echo "xtcd.socket not installed in $unitdir"; exit 1; }
+	grep -q "^ExecStart=$prefix/bin/xtcd " "$stage$unitdir/xtcd.service" ||
+		{ echo "xtcd.service not installed in $unitdir, or not naming $prefix/bin/xtcd"; exit 1; }
+fi
 echo "ok: install, pkg-config, link, exports and man pages"

@@ -11,15 +11,15 @@
  *             "COMM [PID] session ID" by process_name metadata (a second
  *             exported session of the same OS pid, after a re-attach, gets
  *             pid 1073741824 + its session id, so tracks never merge);
- *           - one thread track per loop: tid is the loop id, named
- *             "loop N" ("ring R (no loop)", tid 1000000 + R, for a ring
- *             whose thread never bound a loop);
+ *           - one thread track per loop: tid is the loop id (of the
+ *             event's pid, as --loop), named "loop N" ("ring R (no
+ *             loop)", tid 1000000 + R, for events with no loop);
  *           - RUN starts a complete ("X") slice named after the proc,
  *             which ends at that proc's PARK or EXIT, at the next RUN on
- *             the same track (one proc runs on a loop at a time), where a
- *             DROP on the loop begins, or at the session's end or the end
- *             of the record, whichever comes first (args.ended_by says
- *             which), so slices on a track never overlap;
+ *             the same track (one proc runs on a loop at a time), at the
+ *             loop's last record before a DROP, or at the session's end or
+ *             the end of the record, whichever comes first (args.ended_by
+ *             says which), so slices on a track never overlap;
  *           - every other kind is a thread-scoped instant ("i") event
  *             named after its kind, args {pid, detail, raw};
  *           - DROP, CORRUPT and SESSION START/END are process-scoped
@@ -319,6 +319,7 @@ struct track {
 	xtc_pid_t run_pid;       /* whose */
 	uint64_t run_real;       /* since when (wall ns) */
 	uint64_t run_detail;     /* the RUN's wake-to-run latency */
+	uint64_t free_at;        /* where the last slice ended */
 	uint64_t last_real;      /* the last event on the track */
 };
 
@@ -456,8 +457,8 @@ static struct track *track_find(struct export *x, uint64_t session, uint32_t tid
 static struct track *track_of(struct export *x, const struct segread_item *it)
 {
 	uint64_t session = it->u.event.session_id;
-	uint32_t tid = it->u.event.loop_id != LOOP_NONE ? it->u.event.loop_id
-	                                                : TID_NO_LOOP + it->u.event.ring;
+	uint32_t loop = filter_event_loop(it);
+	uint32_t tid = loop != LOOP_NONE ? loop : TID_NO_LOOP + it->u.event.ring;
 	struct track *t = track_find(x, session, tid);
 	char name[48];
 	size_t i;
@@ -480,7 +481,7 @@ static struct track *track_of(struct export *x, const struct segread_item *it)
 	t->tid = tid;
 	t->pid = pid;
 	x->tn++;
-	if (it->u.event.loop_id != LOOP_NONE)
+	if (loop != LOOP_NONE)
 		snprintf(name, sizeof(name), "loop %" PRIu32, tid);
 	else
 		snprintf(name, sizeof(name), "ring %" PRIu32 " (no loop)", it->u.event.ring);
@@ -488,7 +489,8 @@ static struct track *track_of(struct export *x, const struct segread_item *it)
 	return t;
 }
 
-/* Write the open slice of t as an "X" event ending at end. */
+/* Write the open slice of t as an "X" event ending at end (not before
+ * its start). */
 static void slice_close(struct export *x, struct track *t, uint64_t end, const char *why)
 {
 	char name[80];
@@ -497,13 +499,16 @@ static void slice_close(struct export *x, struct track *t, uint64_t end, const c
 	if (!t->open)
 		return;
 	t->open = 0;
+	if (end < t->run_real)
+		end = t->run_real;
+	t->free_at = end;
 	len = snprintf(name, sizeof(name), "RUN %" PRIu32 ".%" PRIu32 ".%" PRIu64,
 	               t->run_pid.loop_id, t->run_pid.local_id, t->run_pid.gen);
 	ev_begin(x, name, (size_t)len, 'X');
 	fputs(",\"cat\":\"run\"", x->out);
 	put_ts(x, t->run_real);
 	fputs(",\"dur\":", x->out);
-	put_us(x->out, end > t->run_real ? end - t->run_real : 0);
+	put_us(x->out, end - t->run_real);
 	fprintf(x->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"args\":{\"pid\":\"%" PRIu32
 	        ".%" PRIu32 ".%" PRIu64 "\",\"wake_to_run_us\":", t->pid, t->tid,
 	        t->run_pid.loop_id, t->run_pid.local_id, t->run_pid.gen);
@@ -530,6 +535,11 @@ static void chrome_event(struct export *x, const struct segread_item *it)
 	t->last_real = it->real_ns;
 	switch (r->kind) {
 	case XTC_TAIL_RUN:
+		/* Slices on a track follow each other.  A RUN from before the
+		 * open or the last slice (only when two rings record one loop's
+		 * procs) stays an instant rather than overlap them. */
+		if (it->real_ns < (t->open ? t->run_real : t->free_at))
+			break;
 		slice_close(x, t, it->real_ns, "next RUN");
 		t->open = 1;
 		t->run_pid = r->pid;
@@ -577,12 +587,15 @@ static void marker_begin(struct export *x, const char *name, uint64_t real, uint
 }
 
 /* DROP: a marker on the session's process.  A slice open on the loop
- * ends where the loss begins: what ran during it is unknown. */
+ * ends at the loop's last record before the loss: what ran during it is
+ * unknown. */
 static void chrome_drop(struct export *x, const struct segread_item *it)
 {
 	const struct xtc_seg_drop *d = &it->u.drop;
 	uint32_t pid = proc_pid(x, d->session_id, it->session);
-	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id : TID_NO_LOOP + d->ring;
+	/* ring 0xFFFFFFFF: a thread that found no free ring; no track */
+	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id
+	             : d->ring != UINT32_MAX ? TID_NO_LOOP + d->ring : pid;
 	struct track *t = track_find(x, d->session_id, tid);
 	char name[96], cbuf[24];
 	const char *cause;
@@ -591,7 +604,7 @@ static void chrome_drop(struct export *x, const struct segread_item *it)
 	if (!pid)
 		return;
 	if (t)
-		slice_close(x, t, it->real_ns, "DROP");
+		slice_close(x, t, t->last_real, "DROP");
 	if (it->session && d->to_ts_ns >= d->from_ts_ns && d->from_ts_ns)
 		win = d->to_ts_ns - d->from_ts_ns;
 	cause = segread_drop_cause_name(d->cause, cbuf, sizeof(cbuf));

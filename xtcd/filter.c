@@ -298,12 +298,12 @@ int filter_active(const struct filter *f)
 	       f->has_until;
 }
 
-/* The loop of an event: its ring's, else its pid's. */
+/* The loop of an event: its pid's, else its ring's. */
 uint32_t filter_event_loop(const struct segread_item *it)
 {
-	if (it->u.event.loop_id != XTC_TAIL_LOOP_NONE)
-		return it->u.event.loop_id;
-	return it->u.event.rec.pid.loop_id;
+	if (it->u.event.rec.pid.loop_id != XTC_TAIL_LOOP_NONE)
+		return it->u.event.rec.pid.loop_id;
+	return it->u.event.loop_id;
 }
 
 /* Whether session id (whose tracked state is s, or NULL) passes

@@ -19,9 +19,10 @@
  * segment boundaries, which say nothing about a session, only show in an
  * unfiltered (or time-only) view.
  *
- * "Its loop" is the loop of the ring the event was recorded in; for a ring
- * whose thread never bound a loop (XTC_TAIL_LOOP_NONE) it is the loop in
- * the event's pid.  --pid is the OS process id of the session (from its
+ * "Its loop" is an event's pid.loop_id (the "loop_id" of --json: the loop
+ * the event happened on, see xtc_tail.h), or, when that is
+ * XTC_TAIL_LOOP_NONE, the loop of the ring it was recorded in; a DROP's is
+ * its ring's.  --pid is the OS process id of the session (from its
  * SESSION_START), not the loop.local.gen proc id.  Times are wall-clock:
  * --since is inclusive, --until exclusive.
  */

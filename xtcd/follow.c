@@ -32,9 +32,8 @@
  *
  * -n N counts the records that would be printed (after the filters, with
  * session starts and restatements as --cat prints them).  To find where
- * the last N begin, a first pass decodes everything there is (without
- * printing), so -n on a large directory takes about as long as
- * --cat > /dev/null; -n all starts printing at once.
+ * the last N begin, the segments are decoded (not printed) from the
+ * newest back until N are covered: -n 10 reads one segment first.
  *
  * Exit codes: 0 stopped by a signal or a closed output; 1 DIR went away;
  * 2 DIR cannot be read, or writing the output failed.
@@ -50,6 +49,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -81,16 +81,16 @@ enum end_why {
 	END_OUTPUT_CLOSED,   /* EPIPE, or POLLERR on the output: exit 0 */
 	END_OUTPUT_ERROR,    /* exit 2 */
 	END_DIR_GONE,        /* exit 1 */
-	END_FATAL,           /* -ENOMEM and the like: exit 2 */
 };
 
 struct follow {
-	const struct read_opts *o;
 	struct view view;
 	struct segread *r;        /* the reader that prints */
-	struct segread *hist;     /* the -n counting pass's reader, or NULL */
+	struct segread *counter;  /* -n: the reader that counts, or NULL */
 	int      counting;        /* in the counting pass: print nothing */
 	uint64_t counted;         /* printable items seen while counting */
+	uint64_t oldest;          /* the oldest segment when we started */
+	uint64_t start_seq;       /* the segment printing started at */
 	uint64_t skip;            /* printable items still to pass over */
 	enum end_why end;
 
@@ -116,17 +116,23 @@ struct follow {
 
 /* ---- the item and problem callbacks ---- */
 
-/* Whether a SESSION_START is printed: once per session, where --cat would
- * print it.  The counting pass read the directory from its oldest segment,
- * so its reader knows where --cat first shows each session it saw. */
+/*
+ * Whether a SESSION_START is printed: where --cat would print it.  --cat
+ * shows a session's start once, at its first SESSION_START block in the
+ * directory: the original, or the restatement at the start of the oldest
+ * segment when the original was deleted.  Every segment restates the
+ * sessions live when it began, so a restatement is a first sighting only
+ * in the oldest segment; a follower that starts later than that (-n)
+ * leaves out the restatements of the segment it starts in, and shows a
+ * session it first meets after a gap.
+ */
 static int start_shown(const struct follow *fw, const struct segread_item *it)
 {
-	const struct segread_session *h;
-
-	if (fw->hist && !fw->counting &&
-	    (h = segread_session_find(fw->hist, it->u.start.ss->session_id)) != NULL)
-		return h->first_seq == it->seq;
-	return it->u.start.first;
+	if (!it->u.start.restated)
+		return fw->counting || it->u.start.first;
+	if (fw->counting)
+		return it->seq == fw->oldest;
+	return it->u.start.first && (it->seq != fw->start_seq || fw->start_seq == fw->oldest);
 }
 
 /* Count, skip or print one item. */
@@ -142,7 +148,7 @@ static int follow_item_cb(const struct segread_item *it, void *user)
 		fw->seg_done = 1;
 		fw->next_seq = it->u.seg_end.next_seq;
 	}
-	if (!view_wants(&fw->view, fw->counting ? fw->hist : fw->r, it))
+	if (!view_wants(&fw->view, fw->counting ? fw->counter : fw->r, it))
 		return 0;
 	if (it->type == SEGREAD_SESSION_START && !start_shown(fw, it))
 		return 0;
@@ -155,7 +161,8 @@ static int follow_item_cb(const struct segread_item *it, void *user)
 		return 0;
 	}
 	if (view_print(&fw->view, it) < 0) {
-		fw->end = fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED : END_OUTPUT_ERROR;
+		fw->end = stop_signal ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
+		                                                               : END_OUTPUT_ERROR;
 		return 1;
 	}
 	return 0;
@@ -169,7 +176,8 @@ static void follow_flush(struct follow *fw)
 	if (!fw->view.out_err)
 		fw->view.out_err = errno ? -errno : -EIO;
 	if (fw->end == RUNNING)
-		fw->end = fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED : END_OUTPUT_ERROR;
+		fw->end = stop_signal ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
+		                                                                : END_OUTPUT_ERROR;
 }
 
 /* One stderr line per problem; a block retried after a wakeup is not
@@ -357,6 +365,8 @@ static int follow_step(struct follow *fw)
 			return 0;
 		if (fw->floor && first > fw->floor + 1)
 			note_gap(fw, fw->floor + 1, 0, first - 1, first);
+		if (!fw->floor)
+			fw->start_seq = fw->oldest = first;   /* starting: at the oldest */
 		go_to(fw, first);
 	}
 	if (fw->seg_done)
@@ -402,14 +412,15 @@ static int follow_step(struct follow *fw)
 /* ---- -n: where the last N records begin ---- */
 
 /*
- * Decode every segment there is, counting the printable items of each,
- * and position the printing reader at the segment and item where the last
- * `lines` of them begin.  0 or -errno.
+ * Count the printable items of segments from the newest back, until the
+ * last `lines` of them are covered, and start the printing reader at that
+ * segment, skipping what comes before them there.  Only the segments
+ * needed are read: -n 10 reads the newest one.  0 or -errno.
  */
 static int position_last(struct follow *fw, long long lines)
 {
 	struct segread_span sp;
-	uint64_t *seqs, *counts, total = 0;
+	uint64_t *seqs, total = 0;
 	size_t n, i;
 	int ret;
 
@@ -419,39 +430,31 @@ static int position_last(struct follow *fw, long long lines)
 		free(seqs);
 		return 0;   /* nothing yet: everything that comes is new */
 	}
-	counts = calloc(n, sizeof(*counts));
-	if (!counts) {
-		free(seqs);
-		return -ENOMEM;
-	}
-	if ((ret = segread_open(&fw->hist, fw->dir_path, follow_item_cb, NULL, fw)) < 0)
+	if ((ret = segread_open(&fw->counter, fw->dir_path, follow_item_cb, NULL, fw)) < 0)
 		goto out;
 	fw->counting = 1;
-	for (i = 0; i < n && !stop_signal; i++) {
+	fw->oldest = seqs[0];
+	for (i = n; i-- > 0 && !stop_signal;) {
 		fw->counted = 0;
-		ret = segread_segment(fw->hist, seqs[i], 0, SEGREAD_TAIL_QUIET, &sp);
+		ret = segread_segment(fw->counter, seqs[i], 0, SEGREAD_TAIL_QUIET, &sp);
 		if (ret == -ENOMEM)
 			goto out;
-		counts[i] = fw->counted;
 		total += fw->counted;
-	}
-	fw->counting = 0;
-	ret = 0;
-	if (lines < 0 || (uint64_t)lines >= total) {
-		go_to(fw, seqs[0]);
-		goto out;
-	}
-	/* the newest segment from which the items to its end reach `lines` */
-	for (i = n, total = 0; i-- > 0;) {
-		total += counts[i];
 		if (total >= (uint64_t)lines)
 			break;
 	}
+	ret = 0;
+	if (i == (size_t)-1 || total < (uint64_t)lines) {
+		i = 0;   /* fewer than `lines` in all: show everything */
+		total = (uint64_t)lines;
+	}
 	go_to(fw, seqs[i]);
+	fw->start_seq = seqs[i];
 	fw->skip = total - (uint64_t)lines;
 out:
 	fw->counting = 0;
-	free(counts);
+	segread_close(fw->counter);
+	fw->counter = NULL;
 	free(seqs);
 	return ret;
 }
@@ -545,11 +548,12 @@ static void wait_change(struct follow *fw)
 /* ---- the mode ---- */
 
 /* Handle SIGINT/SIGTERM by flag and ignore SIGPIPE (EPIPE ends us).
- * SA_RESTART: a signal during a write must not fail the write; ppoll(2)
- * returns EINTR whatever the flag, which is where the flag is seen. */
+ * No SA_RESTART: a write blocked on a reader that stopped reading must
+ * return (EINTR) so that the signal still ends us; an output error once
+ * a stop was asked for is that, not a failure. */
 static void signals_init(void)
 {
-	struct sigaction sa = { .sa_handler = stop_cb, .sa_flags = SA_RESTART };
+	struct sigaction sa = { .sa_handler = stop_cb };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 
 	sigemptyset(&sa.sa_mask);
@@ -561,6 +565,8 @@ static void signals_init(void)
 /* The exit code for how following ended. */
 static int follow_status(struct follow *fw, int ret)
 {
+	if (stop_signal)
+		return 0;   /* asked to stop: whatever was cut short by it is fine */
 	if (ret < 0 && fw->end == RUNNING) {
 		fprintf(stderr, "xtcd: following %s failed: %s\n", fw->dir_path, strerror(-ret));
 		return 2;
@@ -573,8 +579,6 @@ static int follow_status(struct follow *fw, int ret)
 		fprintf(stderr, "xtcd: %s was removed or renamed; nothing more to follow\n",
 		        fw->dir_path);
 		return 1;
-	case END_FATAL:
-		return 2;
 	default:
 		return 0;
 	}
@@ -606,7 +610,6 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 	if (!fw)
 		return 2;
 	snprintf(fw->dir_path, sizeof(fw->dir_path), "%s", dir);
-	fw->o = o;
 	/* Batches are flushed whole after each read, so a big buffer costs no
 	 * latency and saves write(2)s when records come fast. */
 	if (!isatty(fileno(out)))
@@ -625,10 +628,15 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 		if (fw->end == RUNNING)
 			wait_change(fw);
 	}
-	follow_flush(fw);
+	/* Stopped by a signal: drop what is not written yet, as tail -f killed
+	 * by it would, rather than wait on a reader that may have stopped
+	 * reading.  Everything read before the last wait is already out. */
+	if (stop_signal)
+		__fpurge(out);
+	else
+		follow_flush(fw);
 	status = follow_status(fw, ret);
 	segread_close(fw->r);
-	segread_close(fw->hist);
 	if (fw->ifd >= 0)
 		close(fw->ifd);
 	free(fw);

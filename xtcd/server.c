@@ -8,13 +8,15 @@
  * type, its seals (the segment must be unable to shrink or grow under our
  * mapping, or a truncate would SIGBUS us) and its size.  A bad client gets
  * a REFUSE with a one-line reason, the daemon logs the same line, and the
- * connection is closed; nobody else notices.
+ * connection is closed; nobody else notices.  The checks of the message
+ * and the memfd are in attach_check.c, where the fuzzers reach them.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +25,9 @@
 #include <unistd.h>
 
 #include "proto/xtc_attach.h"
+#include "attach_check.h"
+#include "conf.h"
+#include "status.h"
 #include "xtcd.h"
 
 #define MAX_FDS 8 /* room to see (and refuse) a client sending several */
@@ -41,6 +46,7 @@ static struct {
 	struct ev_loop *loop;
 	int      fd;
 	int      owned_path;  /* we bound it, so we unlink it */
+	char     path[108];   /* where we listen, for messages */
 	ev_io    io;
 	ev_timer retry;       /* accept backoff after EMFILE */
 	struct pending *pending;
@@ -101,43 +107,6 @@ static void refuse(struct pending *p, int err, const char *why)
 	pending_free(p);
 }
 
-/* The access rule: any uid that can reach the socket, unless an allow
- * list is configured. */
-static int uid_allowed(uid_t uid)
-{
-	if (cfg.allow_uids == NULL || uid == 0)
-		return 1;
-	for (size_t i = 0; i < cfg.allow_uid_count; i++)
-		if (cfg.allow_uids[i] == uid)
-			return 1;
-	return 0;
-}
-
-/* Check the memfd.  Returns NULL or what is wrong with it. */
-static const char *memfd_problem(int fd, uint64_t want_size)
-{
-	struct stat sb;
-	int seals;
-
-	if (fstat(fd, &sb) < 0)
-		return "cannot fstat the file descriptor";
-	if (!S_ISREG(sb.st_mode))
-		return S_ISFIFO(sb.st_mode) ? "the file descriptor is a pipe, not a memfd"
-		     : S_ISDIR(sb.st_mode)  ? "the file descriptor is a directory, not a memfd"
-		     : S_ISSOCK(sb.st_mode) ? "the file descriptor is a socket, not a memfd"
-		                            : "the file descriptor is not a memfd";
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0)
-		return "the file descriptor is not a sealable memfd";
-	if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
-		return "the memfd is not sealed against shrinking and growing (F_SEAL_SHRINK|F_SEAL_GROW)";
-	if ((uint64_t)sb.st_size != want_size)
-		return "the memfd's size differs from the size the hello announces";
-	if (want_size < XTC_SHM_HDR_SIZE || want_size > XTC_SHM_MAX_SEGMENT_SIZE)
-		return "the segment size is out of range";
-	return NULL;
-}
-
 /* Receive the hello and its fds.  Returns bytes read (or -errno) and the
  * fds received in fds[], *nfds of them (all to be closed by the caller
  * except one it keeps). */
@@ -178,56 +147,17 @@ static int peer_gone(int fd)
 	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-/* What is wrong with a hello message, or NULL. */
-static const char *hello_problem(const struct xtc_msg_hello *h, ssize_t n, int nfds, int *err)
-{
-	*err = EPROTO;
-	if (n == -EMSGSIZE)
-		return "the hello is larger than any valid message";
-	if (n == -ETOOMANYREFS) {
-		*err = EBADF;
-		return "the hello carries more than one file descriptor";
-	}
-	if (n == -EMFILE) {
-		*err = EMFILE;
-		return "xtcd has no file descriptor free for the memfd; try again later";
-	}
-	if (n < (ssize_t)sizeof h->hdr)
-		return "the hello is truncated";
-	if (h->hdr.magic != XTC_ATTACH_MAGIC)
-		return "the message does not start with the attach magic: not an xtc-tail client";
-	if (h->hdr.major != XTC_ATTACH_MAJOR) {
-		*err = EPROTONOSUPPORT;
-		return "the client speaks another attach protocol version; upgrade libxtctail or xtcd";
-	}
-	if (h->hdr.type != XTC_MSG_HELLO)
-		return "the first message is not a hello";
-	if (n != (ssize_t)sizeof *h || h->hdr.size != sizeof *h)
-		return "the hello has the wrong size";
-	if (h->shm_major != XTC_SHM_MAJOR) {
-		*err = EPROTONOSUPPORT;
-		return "the client's shared-memory ABI major version is not one this xtcd speaks";
-	}
-	*err = EBADF;
-	if (nfds == 0)
-		return "the hello carries no memfd";
-	if (nfds > 1)
-		return "the hello carries more than one file descriptor";
-	return NULL;
-}
-
 static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct pending *p = w->data;
-	union { struct xtc_msg_hello h; char raw[XTC_ATTACH_MAX_MSG]; } m;
-	char why[160];
+	char buf[XTC_ATTACH_MAX_MSG], why[160];
+	struct xtc_msg_hello hello;
 	int fds[MAX_FDS], nfds, err, conn;
 	const char *problem;
 	ssize_t n;
 
 	(void)loop; (void)revents;
-	memset(&m, 0, sizeof m);
-	n = recv_hello(p->fd, &m, sizeof m, fds, &nfds);
+	n = recv_hello(p->fd, buf, sizeof buf, fds, &nfds);
 	if (n == -EAGAIN || n == -EINTR)
 		return;
 	if (p->refuse_why != NULL) {
@@ -238,8 +168,21 @@ static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		pending_free(p); /* connected and left: nothing to say */
 		goto close_fds;
 	}
-	problem = hello_problem(&m.h, n, nfds, &err);
-	if (problem == NULL && (problem = memfd_problem(fds[0], m.h.segment_size)) != NULL)
+	if (status_is_request(buf, n, nfds, &problem)) {
+		uid_t uid = p->cred.uid;
+
+		if (problem != NULL) {
+			refuse(p, EPROTO, problem);
+			goto close_fds;
+		}
+		conn = p->fd;
+		p->fd = -1; /* status.c owns the connection now */
+		pending_free(p);
+		status_serve(conn, uid);
+		goto close_fds;
+	}
+	problem = attach_check_hello(buf, n, nfds, &hello, &err);
+	if (problem == NULL && (problem = attach_check_memfd(fds[0], hello.segment_size)) != NULL)
 		err = EINVAL;
 	if (problem != NULL) {
 		refuse(p, err, problem);
@@ -248,7 +191,7 @@ static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	conn = p->fd;
 	ev_io_stop(srv.loop, &p->io);
 	ev_timer_stop(srv.loop, &p->timer);
-	if (session_attach(conn, fds[0], p->cred.pid, p->cred.uid, p->cred.gid, &m.h, why,
+	if (session_attach(conn, fds[0], p->cred.pid, p->cred.uid, p->cred.gid, &hello, why,
 	                   sizeof why) < 0) {
 		refuse(p, EINVAL, why);
 		goto close_fds;
@@ -298,8 +241,9 @@ static void accept_one(int fd)
 	p->refuse_err = EACCES;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &p->cred, &len) < 0)
 		p->refuse_why = "cannot read the peer's credentials";
-	else if (!uid_allowed(p->cred.uid))
-		p->refuse_why = "this uid is not allowed to attach (see --allow-uid)";
+	else if (!conf_peer_allowed(&cfg, p->cred.uid, p->cred.gid))
+		p->refuse_why = "this uid is not allowed to attach (see allow_uids and allow_gids in "
+		                "xtcd.conf, or --allow-uid)";
 	else if (srv.npending + session_count() > cfg.max_clients) {
 		/* not deferred: that would hold a descriptor past the limit */
 		refuse(p, EBUSY, "xtcd serves its maximum number of clients; try again later");
@@ -338,18 +282,38 @@ static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-/* A socket from systemd (LISTEN_FDS), or -1. */
+/* A socket from systemd (LISTEN_FDS): descriptor 3, -1 when there is
+ * none, -2 when the one passed is not a unix SOCK_SEQPACKET socket. */
 static int socket_from_systemd(void)
 {
 	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	struct sockaddr_un sa = { 0 };
+	socklen_t len = sizeof sa, ilen = sizeof(int);
+	int type = 0, domain = 0;
+	long n;
 
 	if (pid == NULL || fds == NULL || (pid_t)strtol(pid, NULL, 10) != getpid() ||
-	    strtol(fds, NULL, 10) < 1)
+	    (n = strtol(fds, NULL, 10)) < 1)
 		return -1;
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
+	if (getsockopt(3, SOL_SOCKET, SO_DOMAIN, &domain, &ilen) < 0 ||
+	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &ilen) < 0 || domain != AF_UNIX ||
+	    type != SOCK_SEQPACKET) {
+		xlog("LISTEN_FDS: descriptor 3 is not a unix SOCK_SEQPACKET socket; the socket unit "
+		     "needs ListenSequentialPacket=");
+		return -2;
+	}
+	if (n > 1)
+		xlog("LISTEN_FDS=%ld: listening on the first descriptor only", n);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
+	if (getsockname(3, (struct sockaddr *)&sa, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
+	    sa.sun_path[0] != '\0') {
+		snprintf(srv.path, sizeof srv.path, "%.*s", (int)sizeof sa.sun_path, sa.sun_path);
+		if (strcmp(srv.path, cfg.socket) != 0)
+			xlog("the socket systemd passed is %s, not %s", srv.path, cfg.socket);
+	}
 	return 3;
 }
 
@@ -389,12 +353,19 @@ static int bind_socket(void)
 	return fd;
 }
 
+const char *server_path(void)
+{
+	return srv.path[0] != '\0' ? srv.path : cfg.socket;
+}
+
 int server_init(struct ev_loop *loop)
 {
 	srv.loop = loop;
 	srv.fd = socket_from_systemd();
-	if (srv.fd < 0 && (srv.fd = bind_socket()) < 0)
+	if (srv.fd == -2 || (srv.fd < 0 && (srv.fd = bind_socket()) < 0)) {
+		srv.fd = -1;
 		return -1;
+	}
 	fcntl(srv.fd, F_SETFL, fcntl(srv.fd, F_GETFL) | O_NONBLOCK);
 	if (listen(srv.fd, 128) < 0) {
 		xlog("listen on %s: %s", cfg.socket, strerror(errno));

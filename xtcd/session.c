@@ -7,7 +7,8 @@
  * that goes backwards, a drop counter that goes backwards or a head that
  * jumps impossibly far marks that ring corrupt and it is drained no more;
  * a header that changes under us ends the session as `corrupt`.  Record
- * contents are only ever copied and encoded, never followed.
+ * contents are only ever copied and encoded, never followed.  The checks
+ * themselves are in shm_check.c, where fuzz/fuzz_shm.c drives them too.
  *
  * Accounting, per session (exact by construction and checked at the end):
  *   produced = sum over rings of (last valid head - head at attach)
@@ -16,6 +17,9 @@
  *   dropped  = drop-counter deltas + records overwritten before we read them
  *   lost     = records in blocks whose write failed + records left unread
  *              in a ring that turned corrupt
+ * Records refused because the session's uid is over its quota (store.c
+ * says why refusing) are dropped: a DROP of cause 5 takes the place of
+ * their EVENTS block, and carries the ring tail to publish once written.
  */
 #include "config.h"
 
@@ -30,10 +34,11 @@
 #include "clock.h"
 #include "proto/xtc_attach.h"
 #include "seg.h"
+#include "shm_check.h"
 #include "xtcd.h"
 
 #define BATCH        2048u          /* records per EVENTS block */
-#define MAX_JUMP     (1ULL << 36)   /* more records than any drain can see */
+#define NBUF_WAIT    16             /* writes to wait for a start record */
 
 struct sring {
 	uint64_t read;          /* next index to copy */
@@ -66,6 +71,12 @@ struct session {
 	struct sring *rings;
 	struct xtc_seg_session_start start;
 	uint64_t written, dropped, lost, inflight;
+	uint64_t bytes;          /* of its EVENTS blocks on disk */
+	uint64_t quota_dropped;
+	uint64_t rate_mark;      /* produced at the last sample */
+	uint64_t rate_at;        /* mono ns of the last sample (or attach) */
+	uint64_t rate;           /* records produced per second, last sample */
+	uint64_t quota_drops_inflight; /* quota DROPs carrying a tail, unwritten */
 	uint64_t no_ring_start, no_ring_last, no_ring_final; /* emits with no ring */
 	int      closing;
 	int      reason;
@@ -73,6 +84,7 @@ struct session {
 };
 
 static struct session *sessions;
+static struct session_totals ended; /* the counts of sessions that ended */
 
 static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 {
@@ -99,44 +111,6 @@ static struct session *session_find(uint64_t id)
 /* ---------------------------------------------------------------------
  * Validation
  */
-
-/* Check a header copy against everything we can compute.  Returns NULL
- * or what is wrong. */
-static const char *header_problem(const struct xtc_shm_hdr *h, uint64_t size)
-{
-	if (h->magic != XTC_SHM_MAGIC)
-		return "the segment does not start with the xtc-tail magic";
-	if (h->abi_major != XTC_SHM_MAJOR)
-		return "the segment's ABI major version is not one this xtcd speaks";
-	if (h->hdr_size != XTC_SHM_HDR_SIZE || h->rec_size != XTC_SHM_REC_SIZE ||
-	    h->ring_hdr_size != XTC_SHM_RING_HDR_SIZE || h->ring_offset != XTC_SHM_HDR_SIZE)
-		return "the segment header's sizes are not this ABI's";
-	if (h->ring_count == 0 || h->ring_count > XTC_SHM_MAX_RINGS)
-		return "the segment's ring count is out of range";
-	if (h->ring_capacity < XTC_SHM_MIN_RING_CAPACITY || h->ring_capacity > XTC_SHM_MAX_RING_CAPACITY ||
-	    (h->ring_capacity & (h->ring_capacity - 1)) != 0)
-		return "the segment's ring capacity is not a power of two in range";
-	if (h->ring_stride != xtc_shm_ring_stride(h->ring_capacity))
-		return "the segment's ring stride does not match its capacity";
-	if (h->segment_size != xtc_shm_segment_size(h->ring_count, h->ring_capacity) ||
-	    h->segment_size != size)
-		return "the segment's size does not match its geometry or the memfd";
-	if (h->ts_unit != XTC_SHM_TS_MONO_NS && h->ts_unit != XTC_SHM_TS_TSC)
-		return "the segment's timestamp unit is unknown";
-	if (h->ts_unit == XTC_SHM_TS_TSC && (h->ts_hz < 1000000 || h->ts_hz > 100000000000ULL))
-		return "the segment's tick rate is out of range";
-	return NULL;
-}
-
-/* Whether the live header still says what it said at attach. */
-static int header_intact(const struct session *s)
-{
-	const struct xtc_shm_hdr *live = (const struct xtc_shm_hdr *)s->map;
-
-	return live->magic == s->hdr.magic && live->ring_count == s->hdr.ring_count &&
-	       live->ring_capacity == s->hdr.ring_capacity &&
-	       live->ring_stride == s->hdr.ring_stride && live->ring_offset == s->hdr.ring_offset;
-}
 
 /* Take ring i out of draining, with a CORRUPT block saying why. */
 static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, uint64_t head, uint64_t tail)
@@ -220,8 +194,38 @@ static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
  * Draining
  */
 
-/* Encode records [from, to) of ring i into EVENTS blocks.  Returns how
- * many were taken (fewer when the store is out of buffers). */
+/* Records [from, to) of ring i, refused because the session's uid is over
+ * its quota: one DROP of cause 5 (quota) in place of their EVENTS blocks,
+ * carrying the ring tail to publish once it is written.  Returns 0, or -1
+ * when the store is out of buffers. */
+static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
+                      const struct ts_conv *tc)
+{
+	struct sring *sr = &s->rings[i];
+	struct xtc_seg_drop *d = store_block_begin(sizeof *d);
+	struct commit c = { .session_id = s->id, .ring = i, .index = to, .records = 0, .uid = s->uid };
+
+	if (d == NULL)
+		return -1;
+	memset(d, 0, sizeof *d);
+	d->session_id = s->id;
+	d->ring = i;
+	d->loop_id = sr->loop_id;
+	d->count = to - from;
+	d->from_ts_ns = sr->last_ts;
+	d->to_ts_ns = ts_to_ns(tc, ring_at(s, i)->recs[(to - 1) & (s->hdr.ring_capacity - 1)].ts);
+	d->cause = 5;
+	sr->last_ts = d->to_ts_ns; /* d moves at store_block_end() */
+	store_block_end(XTC_BLK_DROP, 0, sizeof *d, &c);
+	s->dropped += to - from;
+	s->quota_dropped += to - from;
+	s->quota_drops_inflight++;
+	return 0;
+}
+
+/* Encode records [from, to) of ring i into EVENTS blocks (or drop them
+ * while the uid is over its quota).  Returns how many were taken (fewer
+ * when the store is out of buffers). */
 static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint64_t to,
                               const struct ts_conv *tc)
 {
@@ -232,11 +236,17 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 	while (from + done < to) {
 		uint32_t n = (uint32_t)(to - from - done < BATCH ? to - from - done : BATCH);
 		uint32_t max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
-		struct xtc_seg_events *e = store_block_begin(max);
+		struct xtc_seg_events *e;
 		uint8_t *body, *p;
 		struct seg_codec codec;
 		struct commit c;
 
+		if (store_quota_blocked(s->uid)) {
+			if (quota_drop(s, i, from + done, to, tc) == 0)
+				done = to - from;
+			break;
+		}
+		e = store_block_begin(max);
 		if (e == NULL)
 			break;
 		body = p = (uint8_t *)(e + 1);
@@ -266,25 +276,25 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 		e->count = n;
 		e->body_len = (uint32_t)(p - body);
 		done += n;
-		c = (struct commit){ s->id, i, from + done, n };
+		c = (struct commit){ s->id, i, from + done, n, s->uid, 0 };
 		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof *e + e->body_len), &c);
 		s->inflight += n;
 	}
 	return done;
 }
 
-/* A DROP block for `count` records lost at this point of ring i. */
-static void drop_block(struct session *s, uint32_t i, uint64_t count, uint32_t cause, uint64_t to_ts)
+/* A DROP block for `count` records lost at this point of ring i.  Returns
+ * 0, or -1 when the store is out of buffers: then nothing is counted, and
+ * the caller leaves the ring as it is, so the next drain places the DROP
+ * (with what was lost meanwhile) where the loss happened. */
+static int drop_block(struct session *s, uint32_t i, uint64_t count, uint32_t cause, uint64_t to_ts)
 {
 	struct sring *sr = &s->rings[i];
 	struct xtc_seg_drop *d = store_block_begin(sizeof *d);
 
+	if (d == NULL)
+		return -1;
 	s->dropped += count;
-	if (d == NULL) {
-		xlog("session %llu: %llu records dropped on ring %u (no buffer to record where)",
-		     (unsigned long long)s->id, (unsigned long long)count, i);
-		return;
-	}
 	memset(d, 0, sizeof *d);
 	d->session_id = s->id;
 	d->ring = i;
@@ -294,6 +304,7 @@ static void drop_block(struct session *s, uint32_t i, uint64_t count, uint32_t c
 	d->to_ts_ns = to_ts;
 	d->cause = cause;
 	store_block_end(XTC_BLK_DROP, 0, sizeof *d, NULL);
+	return 0;
 }
 
 /* Drain ring i: records written before the first possible loss, the
@@ -305,6 +316,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
 	uint64_t cap = s->hdr.ring_capacity, head, dropped, boundary;
+	enum shm_ring_fault fault;
 
 	if (sr->corrupt)
 		return;
@@ -316,16 +328,9 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 		sr->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
 	}
-	if (head < sr->last_head) {
-		ring_mark_corrupt(s, i, 1, head, sr->published);
-		return;
-	}
-	if (head - sr->last_head > MAX_JUMP) {
-		ring_mark_corrupt(s, i, 2, head, sr->published);
-		return;
-	}
-	if (dropped < sr->last_dropped) {
-		ring_mark_corrupt(s, i, 3, head, sr->published);
+	fault = shm_check_ring(head, dropped, sr->last_head, sr->last_dropped);
+	if (fault != SHM_RING_OK) {
+		ring_mark_corrupt(s, i, (uint32_t)fault, head, sr->published);
 		return;
 	}
 	sr->last_head = head;
@@ -334,8 +339,9 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		 * switched to drop-new while full. */
 		uint64_t gone = head - cap - sr->read;
 
+		if (drop_block(s, i, gone, 2, ts_to_ns(tc, r->recs[(head - cap) & (cap - 1)].ts)) < 0)
+			return;
 		sr->read = head - cap;
-		drop_block(s, i, gone, 2, ts_to_ns(tc, r->recs[sr->read & (cap - 1)].ts));
 	}
 	if (dropped > sr->last_dropped) {
 		boundary = sr->pub_at_drain + cap;
@@ -345,8 +351,10 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 			sr->read += ring_copy_out(s, i, sr->read, boundary, tc);
 		if (sr->read < boundary)
 			return; /* out of buffers: the DROP waits for its place */
-		drop_block(s, i, dropped - sr->last_dropped, 1,
-		           sr->read < head ? ts_to_ns(tc, r->recs[sr->read & (cap - 1)].ts) : mono_ns());
+		if (drop_block(s, i, dropped - sr->last_dropped, 1,
+		               sr->read < head ? ts_to_ns(tc, r->recs[sr->read & (cap - 1)].ts)
+		                               : mono_ns()) < 0)
+			return;
 		sr->last_dropped = dropped;
 	}
 	sr->read += ring_copy_out(s, i, sr->read, head, tc);
@@ -363,7 +371,7 @@ static void no_ring_drain(struct session *s)
 	                        : __atomic_load_n(&live->no_ring_count, __ATOMIC_RELAXED);
 	struct xtc_seg_drop *d;
 
-	if (n <= s->no_ring_last || n - s->no_ring_last > MAX_JUMP)
+	if (n <= s->no_ring_last || n - s->no_ring_last > SHM_MAX_JUMP)
 		return; /* nothing new, or nonsense we do not count */
 	d = store_block_begin(sizeof *d);
 	if (d == NULL)
@@ -386,7 +394,7 @@ static void session_drain(struct session *s)
 
 	if (s->header_changed)
 		return;
-	if (!header_intact(s)) {
+	if (!shm_check_intact((const struct xtc_shm_hdr *)s->map, &s->hdr)) {
 		s->header_changed = 1;
 		xlog("session %llu (pid %d): the producer rewrote its segment header; ending the session",
 		     (unsigned long long)s->id, (int)s->pid);
@@ -418,7 +426,7 @@ static uint64_t session_produced(const struct session *s)
 /* Whether everything the session will ever write has been written. */
 static int session_drained(const struct session *s)
 {
-	if (s->inflight != 0)
+	if (s->inflight != 0 || s->quota_drops_inflight != 0)
 		return 0;
 	for (uint32_t i = 0; i < s->hdr.ring_count; i++) {
 		const struct sring *sr = &s->rings[i];
@@ -428,7 +436,7 @@ static int session_drained(const struct session *s)
 			return 0;
 	}
 	return s->header_changed || s->no_ring_last >= s->no_ring_final ||
-	       s->no_ring_final - s->no_ring_last > MAX_JUMP;
+	       s->no_ring_final - s->no_ring_last > SHM_MAX_JUMP;
 }
 
 static void session_free(struct session *s)
@@ -481,6 +489,10 @@ static int session_try_end(struct session *s)
 	e->lost = s->lost;
 	e->complete = e->reason == XTC_END_DETACHED && s->dropped == 0 && s->lost == 0 && !corrupt;
 	store_block_end(XTC_BLK_SESSION_END, 0, sizeof *e, NULL);
+	ended.produced += produced;
+	ended.written += s->written;
+	ended.dropped += s->dropped;
+	ended.lost += s->lost;
 	if (produced != s->written + s->dropped + s->lost)
 		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
@@ -515,6 +527,7 @@ static void session_begin_close(struct session *s, int reason)
 		/* Out-of-range values make the final drain mark the ring. */
 		sr->final_head = head;
 		sr->final_dropped = dropped;
+		sr->loop_id = __atomic_load_n(&ring_at(s, i)->loop_id, __ATOMIC_RELAXED);
 	}
 }
 
@@ -543,10 +556,14 @@ void session_commit(const struct commit *c, int ok)
 		return;
 	sr = &s->rings[c->ring];
 	s->inflight -= c->records;
-	if (ok)
+	if (c->records == 0 && s->quota_drops_inflight != 0)
+		s->quota_drops_inflight--; /* only a quota DROP commits no records */
+	if (ok) {
 		s->written += c->records;
-	else
+		s->bytes += c->bytes;
+	} else {
 		s->lost += c->records;
+	}
 	if (c->index > sr->published) {
 		sr->published = c->index;
 		if (!sr->corrupt)
@@ -586,6 +603,10 @@ static void session_start_block(struct session *s, uint16_t flags)
 	uint32_t slen = (uint32_t)strlen(set);
 	struct xtc_seg_session_start *b = store_block_begin((uint32_t)sizeof *b + slen);
 
+	/* Every write buffer busy (a burst of attaches under load): a
+	 * session must not go unannounced, so wait for a write to finish. */
+	for (int tries = 0; b == NULL && tries < NBUF_WAIT && store_wait_write() == 0; tries++)
+		b = store_block_begin((uint32_t)sizeof *b + slen);
 	if (b == NULL) {
 		xlog("session %llu: no buffer for its start record", (unsigned long long)s->id);
 		return;
@@ -647,7 +668,7 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 	sr->loop_id = r->loop_id;
 	sr->start_dropped = sr->last_dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 	*before += sr->start_dropped;
-	if (tail > head) {
+	if (shm_check_adopt(head, tail) < 0) {
 		xlog("pid %d: ring %u has its tail (%llu) ahead of its head (%llu); not drained",
 		     (int)s->pid, i, (unsigned long long)tail, (unsigned long long)head);
 		sr->corrupt = 1;
@@ -712,7 +733,7 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 	s->map = map;
 	s->size = hm->segment_size;
 	memcpy(&s->hdr, map, sizeof s->hdr); /* one copy, then never trusted again */
-	problem = header_problem(&s->hdr, s->size);
+	problem = shm_check_header(&s->hdr, s->size);
 	if (problem != NULL) {
 		snprintf(why, why_len, "%s", problem);
 		goto refuse;
@@ -739,6 +760,7 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 	}
 	s->start.session_id = s->id;
 	s->start.start_mono_ns = mono_ns();
+	s->rate_at = s->start.start_mono_ns;
 	s->start.anchor_mono_ns = s->start.start_mono_ns;
 	s->start.anchor_real_ns = real_ns();
 	s->start.pid = (uint32_t)pid;
@@ -774,6 +796,112 @@ refuse:
 	free(s);
 	munmap(map, hm->segment_size);
 	return -EINVAL;
+}
+
+/* ---------------------------------------------------------------------
+ * Live status
+ */
+
+void session_sample(void)
+{
+	uint64_t now = mono_ns();
+
+	for (struct session *s = sessions; s != NULL; s = s->next) {
+		uint64_t p = session_produced(s);
+
+		if (now <= s->rate_at)
+			continue;
+		s->rate = (uint64_t)((double)(p - s->rate_mark) * 1e9 / (double)(now - s->rate_at));
+		s->rate_mark = p;
+		s->rate_at = now;
+	}
+}
+
+/* Ring fills as the mapping shows them: head (untrusted, so clamped)
+ * less the tail we published, for each ring bound to a thread or still
+ * holding records. */
+static void status_loops(const struct session *s, struct xtc_msg_status_session *m)
+{
+	uint64_t cap = s->hdr.ring_capacity;
+
+	for (uint32_t i = 0; i < s->hdr.ring_count; i++) {
+		const struct xtc_shm_ring *r = ring_at(s, i);
+		const struct sring *sr = &s->rings[i];
+		uint32_t state = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
+		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+		uint64_t used = head > sr->published ? head - sr->published : 0;
+		struct xtc_status_loop *l;
+
+		if (used > cap)
+			used = cap;
+		if (state != XTC_SHM_RING_BOUND && used == 0 && !sr->corrupt)
+			continue;
+		m->loops_bound++;
+		if (m->loops_listed == XTC_STATUS_MAX_LOOPS)
+			continue;
+		l = &m->loops[m->loops_listed++];
+		l->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
+		l->ring = (uint16_t)i;
+		l->fill = sr->corrupt ? XTC_STATUS_FILL_CORRUPT : (uint16_t)(used * 10000 / cap);
+	}
+}
+
+/* Records produced per second: the last once-a-second sample, or the
+ * average since attach when there has been none yet. */
+static uint64_t session_rate(const struct session *s, uint64_t now)
+{
+	if (s->rate_at != s->start.start_mono_ns || now <= s->rate_at)
+		return s->rate;
+	return (uint64_t)((double)session_produced(s) * 1e9 / (double)(now - s->rate_at));
+}
+
+size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max)
+{
+	uint64_t now = mono_ns();
+	size_t n = 0;
+
+	for (struct session *s = sessions; s != NULL && n < max; s = s->next) {
+		struct xtc_msg_status_session *m = &out[n];
+
+		if (uid != 0 && s->uid != uid)
+			continue;
+		memset(m, 0, sizeof *m);
+		xtc_msg_init(&m->hdr, XTC_MSG_STATUS_SESSION, sizeof *m);
+		m->session_id = s->id;
+		m->uptime_ns = now - s->start.start_mono_ns;
+		m->pid = (uint32_t)s->pid;
+		m->uid = (uint32_t)s->uid;
+		m->gid = (uint32_t)s->gid;
+		m->ring_count = s->hdr.ring_count;
+		m->ring_capacity = s->hdr.ring_capacity;
+		m->flags = (s->closing ? 1u : 0u) | (store_quota_blocked(s->uid) ? 2u : 0u);
+		memcpy(m->comm, s->start.comm, sizeof m->comm);
+		m->events_per_s = session_rate(s, now);
+		m->produced = session_produced(s);
+		m->written = s->written;
+		m->dropped = s->dropped;
+		m->lost = s->lost;
+		m->bytes = s->bytes;
+		m->quota_dropped = s->quota_dropped;
+		status_loops(s, m);
+		n++;
+	}
+	return n;
+}
+
+void session_totals(struct session_totals *t)
+{
+	uint64_t now = mono_ns();
+
+	*t = ended;
+	t->events_per_s = 0;
+	for (struct session *s = sessions; s != NULL; s = s->next) {
+		t->produced += session_produced(s);
+		t->written += s->written;
+		t->dropped += s->dropped;
+		t->lost += s->lost;
+		t->events_per_s += session_rate(s, now);
+	}
 }
 
 void session_init_clock(void);

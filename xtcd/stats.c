@@ -355,6 +355,18 @@ static void dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t
 	free(seqs);
 }
 
+/* "812 KiB", "63.9 MiB", "1.0 GiB". */
+static const char *human_bytes(char *buf, size_t len, uint64_t n)
+{
+	if (n < (1u << 20))
+		snprintf(buf, len, "%.0f KiB", (double)n / 1024.0);
+	else if (n < (1u << 30))
+		snprintf(buf, len, "%.1f MiB", (double)n / (1024.0 * 1024.0));
+	else
+		snprintf(buf, len, "%.1f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
+	return buf;
+}
+
 /* The heading: the directory, its segments and time span. */
 static void text_heading(struct stats *st, const char *dir)
 {
@@ -367,8 +379,8 @@ static void text_heading(struct stats *st, const char *dir)
 	fprintf(st->out, "%s: %zu session%s in %" PRIu64 " segment%s", dir, st->n,
 	        st->n == 1 ? "" : "s", segs, segs == 1 ? "" : "s");
 	if (segs)
-		fprintf(st->out, " (%06" PRIu64 "..%06" PRIu64 ", %.1f MiB)", first, last,
-		        (double)bytes / (1024.0 * 1024.0));
+		fprintf(st->out, " (%06" PRIu64 "..%06" PRIu64 ", %s)", first, last,
+		        human_bytes(a, sizeof(a), bytes));
 	if (st->first_real)
 		fprintf(st->out, ", %s .. %s", segfmt_time(&f, st->first_real, a, sizeof(a)),
 		        segfmt_time(&f, st->last_real, b, sizeof(b)));

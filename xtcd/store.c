@@ -18,6 +18,21 @@
  * --max-bytes (and --keep-free bytes stay free on the filesystem), so the
  * directory never holds more than the budget.  Every deletion is recorded
  * in the stream as an EVICTED block.
+ *
+ * Quota (quota, quota.UID in xtcd.conf): a uid may hold at most that many
+ * bytes of EVENTS blocks (block headers included) in the directory.  The
+ * bytes are charged to the uid of the block's session when the block is
+ * appended (and refunded if its write fails), per segment, so deleting a
+ * segment gives its bytes back to the uids that wrote them.  A uid at or
+ * over its quota gets no new EVENTS blocks: session.c counts its records as
+ * dropped, in DROP blocks of cause 5 (quota), until deletions under the
+ * budget bring it back under.  Other uids are untouched.  We refuse rather
+ * than evict because segments are shared: deleting the over-quota uid's
+ * oldest data would delete everyone's data of that time with it.  Session
+ * starts and ends, DROP and other bookkeeping blocks are never refused and
+ * count for no uid, so the account of what was lost is always written.
+ * Segments left by an earlier xtcd are attributed by a scan of their
+ * blocks when a quota is first configured.
  */
 #include "config.h"
 
@@ -31,12 +46,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "seg.h"
 #include "xtcd.h"
 
 #define BUF_SIZE   (1u << 20)
 #define NBUF       8
-#define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end))
+#define SLACK      7u     /* a block is built 8-byte aligned: see build_at() */
+#define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end) + SLACK)
 
 enum buf_state { BUF_FREE, BUF_FILLING, BUF_QUEUED, BUF_INFLIGHT };
 
@@ -60,12 +77,25 @@ struct wbuf {
 	struct commit *commits;
 	size_t    ncommits, commit_cap;
 	uint64_t  records;
-	size_t    begun;      /* payload offset of the block being built */
+	size_t    begun;      /* where the block being built is: build_at(len) */
+};
+
+struct uid_bytes {            /* event bytes of one uid */
+	uid_t    uid;
+	int      over;               /* at or over its quota when last asked */
+	uint64_t bytes;
+};
+
+struct uid_tab {
+	struct uid_bytes *v;
+	size_t   n;
 };
 
 struct ondisk {               /* a segment in the directory, for the budget */
 	uint64_t seq;
 	uint64_t bytes;
+	struct uid_tab uids;      /* its EVENTS bytes by uid, once attributed */
+	int      attributed;
 };
 
 static struct {
@@ -92,6 +122,7 @@ static struct {
 	size_t    evict_nsessions;
 	int       evict_pending;
 	int       last_errno;      /* the last write error, logged once */
+	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
 } st = { .dirfd = -1, .uring_efd = -1 };
 
 static void submit_next(void);
@@ -133,7 +164,7 @@ static void disk_add(uint64_t seq, uint64_t bytes)
 		st.disk = d;
 		st.disk_cap = cap;
 	}
-	st.disk[st.ndisk++] = (struct ondisk){ seq, bytes };
+	st.disk[st.ndisk++] = (struct ondisk){ .seq = seq, .bytes = bytes };
 }
 
 static void disk_set_bytes(uint64_t seq, uint64_t bytes)
@@ -141,6 +172,180 @@ static void disk_set_bytes(uint64_t seq, uint64_t bytes)
 	for (size_t i = 0; i < st.ndisk; i++)
 		if (st.disk[i].seq == seq)
 			st.disk[i].bytes = bytes;
+}
+
+/* What the segments hold, the current one's buffered blocks included. */
+uint64_t store_disk_bytes(void)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < st.ndisk; i++)
+		n += st.cur != NULL && st.disk[i].seq == st.cur->seq ? (uint64_t)st.cur->reserved
+		                                                      : st.disk[i].bytes;
+	return n;
+}
+
+uint64_t store_segments(void)
+{
+	return st.ndisk;
+}
+
+/* ---------------------------------------------------------------------
+ * The quota (see the top of this file)
+ */
+
+static struct uid_bytes *uid_slot(struct uid_tab *t, uid_t uid, int add)
+{
+	struct uid_bytes *v;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].uid == uid)
+			return &t->v[i];
+	if (!add || (v = realloc(t->v, (t->n + 1) * sizeof *v)) == NULL)
+		return NULL;
+	t->v = v;
+	t->v[t->n] = (struct uid_bytes){ .uid = uid };
+	return &t->v[t->n++];
+}
+
+static struct ondisk *disk_find(uint64_t seq)
+{
+	for (size_t i = st.ndisk; i-- > 0;)
+		if (st.disk[i].seq == seq)
+			return &st.disk[i];
+	return NULL;
+}
+
+/* Add (or, with sign < 0, take back) bytes of uid in segment seq. */
+static void uid_charge(uint64_t seq, uid_t uid, uint64_t bytes, int sign)
+{
+	struct ondisk *d = disk_find(seq);
+	struct uid_bytes *seg, *all;
+
+	if (d == NULL || !d->attributed)
+		return; /* deleted already: its bytes were given back then */
+	seg = uid_slot(&d->uids, uid, 1);
+	all = uid_slot(&st.uids, uid, 1);
+	if (seg == NULL || all == NULL) {
+		xlog("out of memory counting the bytes of uid %u", (unsigned)uid);
+		return;
+	}
+	if (sign > 0) {
+		seg->bytes += bytes;
+		all->bytes += bytes;
+	} else {
+		seg->bytes -= bytes < seg->bytes ? bytes : seg->bytes;
+		all->bytes -= bytes < all->bytes ? bytes : all->bytes;
+	}
+}
+
+/* A segment leaves the directory: its uids get their bytes back. */
+static void uid_release(struct ondisk *d)
+{
+	for (size_t i = 0; d->attributed && i < d->uids.n; i++) {
+		struct uid_bytes *all = uid_slot(&st.uids, d->uids.v[i].uid, 0);
+
+		if (all != NULL)
+			all->bytes -= d->uids.v[i].bytes < all->bytes ? d->uids.v[i].bytes : all->bytes;
+	}
+	free(d->uids.v);
+	d->uids = (struct uid_tab){ 0 };
+}
+
+uint64_t store_uid_bytes(uid_t uid)
+{
+	struct uid_bytes *u = uid_slot(&st.uids, uid, 0);
+
+	return u != NULL ? u->bytes : 0;
+}
+
+int store_quota_blocked(uid_t uid)
+{
+	uint64_t quota = conf_quota_for(&cfg, uid);
+	struct uid_bytes *u = uid_slot(&st.uids, uid, 0);
+	uint64_t used = u != NULL ? u->bytes : 0;
+	int over = quota != CONF_NO_QUOTA && used >= quota;
+	char q[32];
+
+	if (u == NULL && over)
+		u = uid_slot(&st.uids, uid, 1);
+	if (u != NULL && over != u->over) {
+		u->over = over;
+		if (over)
+			xlog("uid %u holds %llu bytes of events, its quota is %s: its new events are "
+			     "dropped (cause quota) until old segments are deleted", (unsigned)uid,
+			     (unsigned long long)used, conf_size_text(quota, q, sizeof q));
+		else
+			xlog("uid %u is under its quota again (%llu bytes of %s); writing its events",
+			     (unsigned)uid, (unsigned long long)used, conf_size_text(quota, q, sizeof q));
+	}
+	return over;
+}
+
+/* Which uid each session of a segment belongs to, while it is scanned. */
+struct attribution {
+	struct ondisk *d;
+	struct { uint64_t id; uid_t uid; } *s;
+	size_t n;
+};
+
+static int attribute_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off_t off, void *user)
+{
+	struct attribution *a = user;
+
+	(void)off;
+	if (h->type == XTC_BLK_SESSION_START && h->len >= sizeof(struct xtc_seg_session_start)) {
+		const struct xtc_seg_session_start *ss = payload;
+		void *grown = realloc(a->s, (a->n + 1) * sizeof *a->s);
+
+		if (grown == NULL)
+			return 1;
+		a->s = grown;
+		a->s[a->n].id = ss->session_id;
+		a->s[a->n++].uid = ss->uid;
+	} else if (h->type == XTC_BLK_EVENTS && h->len >= sizeof(struct xtc_seg_events)) {
+		uint64_t id = ((const struct xtc_seg_events *)payload)->session_id;
+
+		for (size_t i = a->n; i-- > 0;)
+			if (a->s[i].id == id) {
+				uid_charge(a->d->seq, a->s[i].uid, sizeof *h + h->len, 1);
+				break;
+			}
+	}
+	return 0;
+}
+
+/* Charge the EVENTS blocks of segments an earlier xtcd wrote to their
+ * uids: a scan of each, the first time a quota is configured. */
+static void attribute_existing(void)
+{
+	char path[4096];
+	size_t done = 0;
+
+	for (size_t i = 0; i < st.ndisk; i++) {
+		struct attribution a = { .d = &st.disk[i] };
+		struct seg_scan scan;
+		int fd;
+
+		if (st.disk[i].attributed)
+			continue;
+		st.disk[i].attributed = 1;
+		seg_path(path, sizeof path, cfg.dir, st.disk[i].seq);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		seg_scan_fd(fd, attribute_cb, &a, &scan);
+		close(fd);
+		free(a.s);
+		done++;
+	}
+	if (done != 0)
+		xlog("counted the event bytes of each uid in %zu segments, for the quota", done);
+}
+
+static int quota_configured(void)
+{
+	return cfg.quota != CONF_NO_QUOTA || cfg.quota_count != 0;
 }
 
 struct evict_count {
@@ -195,6 +400,7 @@ static int evict_oldest(void)
 		xlog("cannot delete %s to stay within the budget: %s", path, strerror(errno));
 		return -1;
 	}
+	uid_release(&st.disk[0]);
 	memmove(st.disk, st.disk + 1, (st.ndisk - 1) * sizeof *st.disk);
 	st.ndisk--;
 	if (!st.evict_pending)
@@ -245,7 +451,8 @@ static void evicted_block(void)
 	e->bytes = st.evict_bytes;
 	e->records = st.evict_records;
 	e->session_count = (uint32_t)ids;
-	memcpy(e + 1, st.evict_sessions, ids * sizeof(uint64_t));
+	if (ids != 0)
+		memcpy(e + 1, st.evict_sessions, ids * sizeof(uint64_t)); /* NULL when none */
 	store_block_end(XTC_BLK_EVICTED, 0, len, NULL);
 	st.evict_pending = 0;
 	st.evict_bytes = st.evict_records = 0;
@@ -384,6 +591,8 @@ static int segment_open(uint64_t seq)
 		xlog("no write buffer free for the header of %s", path);
 	}
 	disk_add(seq, sizeof h);
+	if (st.ndisk != 0 && st.disk[st.ndisk - 1].seq == seq)
+		st.disk[st.ndisk - 1].attributed = 1; /* we charge every block of it */
 	return 0;
 }
 
@@ -407,12 +616,26 @@ static void segment_rotate(void)
  * Blocks
  */
 
+/*
+ * Where the block that belongs at offset `len` of a buffer is built.
+ * Blocks are packed on disk, so a block's place is rarely 8-byte aligned,
+ * while its header and the payload structs hold fields that the callers
+ * and seg_blk_seal() store to directly: a misaligned store is undefined
+ * behaviour (UBSan stops on it; CPUs other than x86 may trap).  So the
+ * block is built at the next aligned offset and moved down into its place
+ * by store_block_end().
+ */
+static size_t build_at(size_t len)
+{
+	return (len + SLACK) & ~(size_t)SLACK;
+}
+
 void *store_block_begin(uint32_t len)
 {
 	size_t total = sizeof(struct xtc_seg_blk_hdr) + len;
 	struct wbuf *b;
 
-	if (st.cur == NULL || total + END_ROOM > BUF_SIZE)
+	if (st.cur == NULL || total + SLACK + END_ROOM > BUF_SIZE)
 		return NULL;
 	if (!st.rotating && st.cur->blocks > 0 &&
 	    (uint64_t)st.cur->reserved + total + END_ROOM > cfg.segment_bytes) {
@@ -428,23 +651,25 @@ void *store_block_begin(uint32_t len)
 			return NULL;
 	}
 	b = st.filling;
-	if (b != NULL && b->len + total + (st.rotating ? 0 : END_ROOM) > BUF_SIZE) {
+	if (b != NULL && b->len + total + SLACK + (st.rotating ? 0 : END_ROOM) > BUF_SIZE) {
 		buf_seal();
 		b = NULL;
 	}
 	if (b == NULL && (b = st.filling = buf_take()) == NULL)
 		return NULL;
-	b->begun = b->len + sizeof(struct xtc_seg_blk_hdr);
-	return b->data + b->begun;
+	b->begun = build_at(b->len);
+	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
 }
 
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c)
 {
 	struct wbuf *b = st.filling;
-	struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(b->data + b->begun - sizeof *h);
+	struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(void *)(b->data + b->begun);
 	size_t total = sizeof *h + len;
 
 	seg_blk_seal(h, type, flags, len);
+	if (b->begun != b->len)
+		memmove(b->data + b->len, h, total);
 	b->len += total;
 	st.cur->reserved += (off_t)total;
 	st.cur->blocks++;
@@ -461,7 +686,13 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 		b->commits = p;
 		b->commit_cap = cap;
 	}
-	b->commits[b->ncommits++] = *c;
+	b->commits[b->ncommits] = *c;
+	b->commits[b->ncommits].bytes = 0;
+	if (type == XTC_BLK_EVENTS) {
+		b->commits[b->ncommits].bytes = (uint32_t)total;
+		uid_charge(st.cur->seq, c->uid, total, 1);
+	}
+	b->ncommits++;
 	b->records += c->records;
 }
 
@@ -475,8 +706,11 @@ static void buf_done(struct wbuf *b, int ok)
 {
 	struct segfile *f = b->file;
 
-	for (size_t i = 0; i < b->ncommits; i++)
+	for (size_t i = 0; i < b->ncommits; i++) {
+		if (!ok && b->commits[i].bytes != 0)
+			uid_charge(f->seq, b->commits[i].uid, b->commits[i].bytes, -1);
 		session_commit(&b->commits[i], ok);
+	}
 	b->state = BUF_FREE;
 	if (ok) {
 		f->end += (off_t)b->len;
@@ -595,6 +829,27 @@ int store_idle(void)
 	return st.inflight == NULL && st.qlen == 0 && (st.filling == NULL || st.filling->len == 0);
 }
 
+/* Block until the write in flight completes, so a buffer frees up: for
+ * the few records that must not wait for the loop (a session's start).
+ * Returns 0, or -1 when nothing is in flight to wait for. */
+int store_wait_write(void)
+{
+	store_flush();
+	if (st.inflight == NULL)
+		return -1;
+	if (st.use_uring) {
+		struct io_uring_cqe *cqe;
+		int res;
+
+		if (io_uring_wait_cqe(&st.ring, &cqe) < 0)
+			return -1;
+		res = cqe->res;
+		io_uring_cqe_seen(&st.ring, cqe);
+		write_done(res == -EAGAIN || res == -EINTR ? 0 : res);
+	}
+	return 0;
+}
+
 static void sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop; (void)w; (void)revents;
@@ -617,6 +872,7 @@ struct recovery {
 	struct open_session *s;
 	size_t n;
 	uint64_t max_id;
+	int      shutdown_end;  /* a SEGMENT_END written at shutdown (next_seq 0) */
 };
 
 static struct open_session *recovery_find(struct recovery *r, uint64_t id, int add)
@@ -674,19 +930,71 @@ static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off
 		    (s = recovery_find(r, ((const struct xtc_seg_session_end *)p)->session_id, 0)) != NULL)
 			s->ended = 1;
 		break;
+	case XTC_BLK_SEGMENT_END:
+		r->shutdown_end = h->len >= sizeof(struct xtc_seg_segment_end) &&
+		                  ((const struct xtc_seg_segment_end *)p)->next_seq == 0;
+		break;
 	}
 	return 0;
 }
 
-/* Find the segments, mend the last one's torn tail, and learn which
- * sessions it left open.  Returns the next segment number. */
+/*
+ * Mend segment seq, the newest one left: cut its torn tail and learn which
+ * sessions it left open.  Returns 0 when it is only a file that an xtcd
+ * killed while creating it left shorter than a file header (it holds
+ * nothing: deleted, and the segment before it is the one to mend), 1
+ * otherwise.
+ */
+static int recover_segment(uint64_t seq, struct recovery *r)
+{
+	struct seg_scan scan;
+	char path[4096];
+	int fd, ret = 1;
+
+	seg_path(path, sizeof path, cfg.dir, seq);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		xlog("cannot open %s to recover it: %s", path, strerror(errno));
+		return 1;
+	}
+	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
+		if (scan.header_ok && scan.hdr.next_session_id > st.next_session_id)
+			st.next_session_id = scan.hdr.next_session_id;
+		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
+			xlog("%s: %lld bytes and no file header, left by an xtcd killed while creating "
+			     "it; deleted", path, (long long)scan.file_size);
+			if (unlink(path) == 0 && st.ndisk > 0 && st.disk[st.ndisk - 1].seq == seq)
+				st.ndisk--;
+			ret = 0;
+		} else if (scan.torn && scan.header_ok) {
+			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
+			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
+			if (ftruncate(fd, scan.valid_end) < 0)
+				xlog("cannot cut %s: %s", path, strerror(errno));
+			disk_set_bytes(seq, (uint64_t)scan.valid_end);
+		} else if (!scan.header_ok) {
+			xlog("%s: not a segment (bad header); left as it is", path);
+		}
+		if (!scan.clean_end && scan.header_ok)
+			xlog("%s: the previous xtcd did not shut down cleanly", path);
+		/* Every session ended before a shutdown's SEGMENT_END; one
+		 * written at a rotation whose next segment never came says
+		 * nothing about them. */
+		if (scan.clean_end && r->shutdown_end)
+			for (size_t i = 0; i < r->n; i++)
+				r->s[i].ended = 1;
+	}
+	close(fd);
+	return ret;
+}
+
+/* Find the segments, mend the newest one, and learn which sessions it
+ * left open.  Returns the next segment number. */
 static uint64_t recover(struct recovery *r)
 {
-	uint64_t *seqs = NULL, next = 1;
-	struct seg_scan scan;
+	uint64_t *seqs = NULL, next;
 	size_t n = 0;
 	char path[4096];
-	int fd;
 
 	if (seg_list(cfg.dir, &seqs, &n) < 0 || n == 0) {
 		free(seqs);
@@ -700,32 +1008,9 @@ static uint64_t recover(struct recovery *r)
 			disk_add(seqs[i], (uint64_t)sb.st_size);
 	}
 	next = seqs[n - 1] + 1;
-	seg_path(path, sizeof path, cfg.dir, seqs[n - 1]);
+	for (size_t i = n; i-- > 0 && recover_segment(seqs[i], r) == 0;)
+		;
 	free(seqs);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		xlog("cannot open %s to recover it: %s", path, strerror(errno));
-		return next;
-	}
-	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
-		if (scan.header_ok && scan.hdr.next_session_id > st.next_session_id)
-			st.next_session_id = scan.hdr.next_session_id;
-		if (scan.torn && scan.header_ok) {
-			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
-			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
-			if (ftruncate(fd, scan.valid_end) < 0)
-				xlog("cannot cut %s: %s", path, strerror(errno));
-			disk_set_bytes(next - 1, (uint64_t)scan.valid_end);
-		} else if (!scan.header_ok) {
-			xlog("%s: not a segment (bad header); left as it is", path);
-		}
-		if (!scan.clean_end && scan.header_ok)
-			xlog("%s: the previous xtcd did not shut down cleanly", path);
-		if (scan.clean_end)
-			for (size_t i = 0; i < r->n; i++)
-				r->s[i].ended = 1;
-	}
-	close(fd);
 	if (r->max_id + 1 > st.next_session_id)
 		st.next_session_id = r->max_id + 1;
 	return next;
@@ -817,12 +1102,29 @@ int store_init(struct ev_loop *loop)
 	evicted_block();
 	recovery_close_sessions(&r);
 	free(r.s);
+	if (quota_configured())
+		attribute_existing();
 	store_flush();
 	if (cfg.sync == SYNC_PERIOD) {
 		ev_timer_init(&st.sync_w, sync_cb, cfg.sync_ms / 1000.0, cfg.sync_ms / 1000.0);
 		ev_timer_start(loop, &st.sync_w);
 	}
 	return 0;
+}
+
+void store_reconfigure(void)
+{
+	if (quota_configured())
+		attribute_existing();
+	/* A smaller budget takes effect now, not at the next rotation. */
+	evict_for(cfg.segment_bytes);
+	evicted_block();
+	store_flush();
+	ev_timer_stop(st.loop, &st.sync_w);
+	if (cfg.sync == SYNC_PERIOD) {
+		ev_timer_init(&st.sync_w, sync_cb, cfg.sync_ms / 1000.0, cfg.sync_ms / 1000.0);
+		ev_timer_start(st.loop, &st.sync_w);
+	}
 }
 
 /* Write out everything, end the segment (clean: with SEGMENT_END). */
@@ -852,6 +1154,9 @@ void store_fini(int clean)
 	}
 	for (int i = 0; i < NBUF; i++)
 		free(st.bufs[i].data);
+	for (size_t i = 0; i < st.ndisk; i++)
+		free(st.disk[i].uids.v);
+	free(st.uids.v);
 	free(st.disk);
 	if (st.dirfd >= 0)
 		close(st.dirfd);

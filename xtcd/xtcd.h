@@ -11,6 +11,9 @@
  *   stats.c    xtcd --stats: per session and loop summary
  *   filter.c   --session/--pid/--loop/--kind/--since/--until
  *   view.c     filter, format and colour the lines --cat/--follow print
+ *   conf.c     the configuration file, its merge with the command line
+ *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
+ *   status_client.c  xtcd --status: ask the daemon and print
  */
 #ifndef XTCD_XTCD_H
 #define XTCD_XTCD_H
@@ -44,6 +47,16 @@ struct config {
 	unsigned    max_clients;
 	uid_t      *allow_uids;    /* NULL: any uid that can reach the socket */
 	size_t      allow_uid_count;
+	gid_t      *allow_gids;    /* NULL: no group rule (see conf_peer_allowed) */
+	size_t      allow_gid_count;
+	uint64_t    quota;         /* event bytes a uid may hold; CONF_NO_QUOTA */
+	struct conf_quota *quotas; /* quota.UID overrides */
+	size_t      quota_count;
+};
+
+struct conf_quota {
+	uid_t    uid;
+	uint64_t bytes;
 };
 
 extern struct config cfg;
@@ -61,12 +74,15 @@ struct commit {
 	uint32_t ring;
 	uint64_t index;        /* ring tail to publish once this is on disk */
 	uint64_t records;      /* event records this commit covers */
+	uid_t    uid;          /* the session's uid, for the quota */
+	uint32_t bytes;        /* EVENTS block bytes (store_block_end sets it) */
 };
 
 int  store_init(struct ev_loop *loop);
 void store_fini(int clean);
-/* Room for a block of payload `len`: returns a pointer to write the
- * payload into, or NULL when every write buffer is busy (back off). */
+/* Room for a block of payload `len`: returns an 8-byte aligned pointer to
+ * write the payload into, or NULL when every write buffer is busy (back
+ * off). */
 void *store_block_begin(uint32_t len);
 /* Finish the block begun last with its real payload length; with c, the
  * ring tail to publish once the block is written. */
@@ -75,9 +91,19 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 void store_flush(void);
 /* Whether every buffered block has been written. */
 int  store_idle(void);
+/* Wait for the write in flight to finish (frees a buffer); -1 if none. */
+int  store_wait_write(void);
 uint64_t store_next_session_id(void);
 const char *store_io_backend(void);
 uint64_t store_bytes_used(void);
+uint64_t store_segments(void);
+uint64_t store_disk_bytes(void);
+/* The quota (see store.c): event bytes of a uid's sessions on disk, and
+ * whether its new event blocks are refused. */
+uint64_t store_uid_bytes(uid_t uid);
+int  store_quota_blocked(uid_t uid);
+/* Apply changed budget and sync settings (SIGHUP). */
+void store_reconfigure(void);
 
 /* session.c */
 struct session;
@@ -90,11 +116,24 @@ void session_restate_all(void);
 void session_commit(const struct commit *c, int ok);
 void session_tick(void);
 size_t session_count(void);
+/* Live status (status.c): sample the rates once a second; fill one
+ * STATUS_SESSION per session `uid` may see (root sees all), at most max,
+ * and return how many; and the counts over every session since start. */
+struct xtc_msg_status_session;
+struct session_totals {
+	uint64_t produced, written, dropped, lost;
+	uint64_t events_per_s;
+};
+void   session_sample(void);
+size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max);
+void   session_totals(struct session_totals *t);
 
 /* server.c */
 int  server_init(struct ev_loop *loop);
 void server_stop_accepting(void);
 void server_fini(void);
+/* The path of the socket xtcd listens on (systemd's, when it passed one). */
+const char *server_path(void);
 
 /* What a reading mode (--cat, --follow, --export, --stats) was asked for. */
 struct read_opts {
