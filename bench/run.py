@@ -632,14 +632,14 @@ def sustain(s, loops):
         good, bad = (mid, bad) if ok else (good, mid)
     best = None
     rate = good
-    for _ in range(3):
+    for _ in range(5):
         if rate is None:
             break
         ok, d = t(rate, A.sustain_seconds)
         if ok:
             best = d
             break
-        rate = float(f"{rate * 0.8:.2g}")
+        rate = float(f"{rate * 0.75:.2g}")
     return best, trials
 
 

@@ -22,7 +22,6 @@ struct fake_store {
 	struct xtc_shm_hdr geo;   /* its geometry, as the harness wrote it */
 	int      ts_is_ns;        /* records carry ns: compare ts exactly */
 	/* seen */
-	int      starved;         /* a block_begin returned NULL */
 	int      ended;           /* a SESSION_END came */
 	uint64_t ok_records;      /* in writes that succeeded */
 	uint64_t failed_records;  /* in writes that failed */

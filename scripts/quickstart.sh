@@ -14,19 +14,27 @@ xtcd_pid=$!
 trap 'kill $xtcd_pid 2>/dev/null; wait $xtcd_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -S "$work/xtcd.sock" ] && break; sleep 0.05; done
 
-echo "== xtcd is listening on $work/xtcd.sock; running the example runtime attached to it"
+echo "== xtcd is listening on $work/xtcd.sock; following it and running the example runtime attached to it"
+"$top/xtcd/xtcd" --follow "$work/segments" -n all --color=never >"$work/follow.txt" 2>&1 &
+follow_pid=$!
 XTC_TAIL_SHM="$work/xtcd.sock" "$top/examples/xtc-demo" --loops 4 --events 50000 --rate 200000
-sleep 0.2
+sleep 0.3
 kill -TERM $xtcd_pid; wait $xtcd_pid || true
 trap - EXIT
+sleep 0.5
+kill -INT $follow_pid 2>/dev/null; wait $follow_pid 2>/dev/null || true
 echo
 echo "== what xtcd logged"
 cat "$work/xtcd.log"
 echo
-echo "== the record (xtcd --cat $work/segments), first 25 and last 8 lines"
-"$top/xtcd/xtcd" --cat "$work/segments" >"$work/cat.txt"
-head -n 25 "$work/cat.txt"
+echo "== xtcd --follow $work/segments, as it printed the records live: first 20 and last 6 lines"
+head -n 20 "$work/follow.txt"
 echo "..."
-tail -n 8 "$work/cat.txt"
+tail -n 6 "$work/follow.txt"
 echo
-echo "segments are in $work/segments ($(du -sh "$work/segments" | cut -f1)); try: $top/xtcd/xtcd --cat $work/segments --json | less"
+echo "== xtcd --stats $work/segments"
+"$top/xtcd/xtcd" --stats "$work/segments"
+echo
+echo "segments are in $work/segments ($(du -sh "$work/segments" | cut -f1)); try:"
+echo "  $top/xtcd/xtcd --report $work/segments"
+echo "  $top/xtcd/xtcd --export chrome $work/segments > trace.json   # open in ui.perfetto.dev"

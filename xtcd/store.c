@@ -58,8 +58,9 @@
 enum buf_state { BUF_FREE, BUF_FILLING, BUF_QUEUED, BUF_INFLIGHT };
 
 struct segfile {
-	uint64_t seq;
-	int      fd;
+	uint64_t seq;        /* UINT64_MAX: a dead segment given up (see segment_open) */
+	int      fd;         /* -1: a dead segment */
+	int      err;        /* why it is dead: what creating it failed with */
 	off_t    end;        /* bytes on disk */
 	off_t    reserved;   /* bytes on disk + bytes waiting in buffers */
 	uint64_t blocks;
@@ -122,6 +123,9 @@ static struct {
 	size_t    evict_nsessions;
 	int       evict_pending;
 	int       last_errno;      /* the last write error, logged once */
+	int       open_errno;      /* why the last segment could not be created */
+	int       started;         /* the first segment was created */
+	uint64_t  check_at;        /* mono_ns of the next store_check() */
 	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
 } st = { .dirfd = -1, .uring_efd = -1 };
 
@@ -500,17 +504,6 @@ static void buf_seal(void)
 	st.qlen++;
 }
 
-/* Append raw bytes (the file header) to the filling buffer. */
-static int buf_put_raw(const void *p, size_t n)
-{
-	if (st.filling == NULL && (st.filling = buf_take()) == NULL)
-		return -1;
-	memcpy(st.filling->data + st.filling->len, p, n);
-	st.filling->len += n;
-	st.cur->reserved += (off_t)n;
-	return 0;
-}
-
 /* ---------------------------------------------------------------------
  * Segments
  */
@@ -524,7 +517,7 @@ static void segment_close(uint64_t next_seq)
 	if (f == NULL)
 		return;
 	st.rotating = 1;
-	e = store_block_begin(sizeof *e);
+	e = f->fd >= 0 ? store_block_begin(sizeof *e) : NULL;
 	if (e != NULL) {
 		e->end_mono_ns = mono_ns();
 		e->next_seq = next_seq;
@@ -539,35 +532,38 @@ static void segment_close(uint64_t next_seq)
 	f->closing = 1;
 	st.cur = NULL;
 	if (f->pending == 0) {
-		close(f->fd);
+		if (f->fd >= 0)
+			close(f->fd);
 		free(f);
 	}
 }
 
-/* Open segment `seq` with its header; restating live sessions is the
- * caller's.  Returns 0 or -errno. */
-static int segment_open(uint64_t seq)
+/* Write a segment's file header at its start; 0 or an errno value. */
+static int header_write(int fd, const struct xtc_seg_file_hdr *h)
+{
+	size_t done = 0;
+
+	while (done < sizeof *h) {
+		ssize_t n = pwrite(fd, (const char *)h + done, sizeof *h - done, (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Create segment file `seq` with its header: the open descriptor, or
+ * -errno (and no file left behind). */
+static int segment_create(uint64_t seq, const char *path)
 {
 	struct xtc_seg_file_hdr h;
-	char path[4096], host[64] = "";
+	char host[64] = "";
 	uint8_t boot[16] = { 0 };
-	struct segfile *f;
-	int fd;
+	int fd, err;
 
-	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		xlog("cannot create %s: %s; check that --dir is writable", path, strerror(errno));
-		return -errno;
-	}
-	f = calloc(1, sizeof *f);
-	if (f == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	f->seq = seq;
-	f->fd = fd;
-	st.cur = f;
 	gethostname(host, sizeof host - 1);
 	{
 		int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
@@ -587,10 +583,71 @@ static int segment_open(uint64_t seq)
 			close(bfd);
 	}
 	seg_file_hdr_init(&h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
-	if (buf_put_raw(&h, sizeof h) < 0) {
-		xlog("no write buffer free for the header of %s", path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	err = header_write(fd, &h);
+	if ((err == ENOSPC || err == EDQUOT) && evict_oldest() == 0)
+		err = header_write(fd, &h); /* room made by deleting the oldest segment */
+	if (err != 0) {
+		close(fd);
+		unlink(path);
+		return -err;
 	}
-	disk_add(seq, sizeof h);
+	return fd;
+}
+
+/*
+ * Make segment `seq` the current one; restating live sessions is the
+ * caller's.  The file header is written here, synchronously, so that no
+ * segment file ever lacks one: blocks appended to a file whose header
+ * write failed would make all of it unreadable.  When the file cannot be
+ * created (--dir removed or unwritable, the filesystem full) the segment
+ * is dead: it still takes blocks, so sessions go on and can end, but its
+ * writes fail at once and their records count as lost, until
+ * store_check() creates the file (it tries once a second).  Returns 0, or
+ * -errno for a dead segment.
+ */
+static int segment_open(uint64_t seq)
+{
+	struct segfile *f = calloc(1, sizeof *f);
+	char path[4096];
+	struct stat sb;
+	int fd;
+
+	if (f == NULL)
+		return -ENOMEM;
+	f->seq = seq;
+	f->fd = -1;
+	st.cur = f;
+	seg_path(path, sizeof path, cfg.dir, seq);
+	fd = segment_create(seq, path);
+	if (fd < 0) {
+		f->err = -fd;
+		if (!st.started)
+			xlog("cannot create %s: %s; check that --dir is writable", path, strerror(-fd));
+		else if (-fd != st.open_errno)
+			xlog("cannot create %s: %s; records are counted as lost until a segment can be "
+			     "created (tried every second)", path, strerror(-fd));
+		st.open_errno = -fd;
+		return fd;
+	}
+	if (st.open_errno != 0)
+		xlog("created %s: writing again", path);
+	st.open_errno = 0;
+	st.started = 1;
+	/* a new --dir in place of one removed under us: follow it */
+	if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
+		int d = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (d >= 0) {
+			close(st.dirfd);
+			st.dirfd = d;
+		}
+	}
+	f->fd = fd;
+	f->end = f->reserved = sizeof(struct xtc_seg_file_hdr);
+	disk_add(seq, sizeof(struct xtc_seg_file_hdr));
 	if (st.ndisk != 0 && st.disk[st.ndisk - 1].seq == seq)
 		st.disk[st.ndisk - 1].attributed = 1; /* we charge every block of it */
 	return 0;
@@ -605,6 +662,47 @@ static void segment_rotate(void)
 	segment_close(next);
 	evict_for(cfg.segment_bytes);
 	if (segment_open(next) < 0)
+		return;
+	st.rotating = 1;
+	evicted_block();
+	session_restate_all();
+	st.rotating = 0;
+}
+
+/*
+ * Once a second: a dead segment is created again, under the same number
+ * (the dead one is renamed out of every count keyed by number first);
+ * and a --dir removed under us is noticed (what we write there reaches
+ * no one) by moving to a new segment, which follows a new --dir or dies.
+ */
+static void store_check(void)
+{
+	struct segfile *dead = st.cur;
+	struct stat sb;
+	uint64_t seq = dead->seq;
+	char path[4096];
+	int fd;
+
+	if (dead->fd >= 0) {
+		if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
+			xlog("--dir %s was removed under xtcd: moving to a new segment", cfg.dir);
+			segment_rotate();
+		}
+		return;
+	}
+	seg_path(path, sizeof path, cfg.dir, seq);
+	fd = segment_create(seq, path);
+	if (fd < 0) {
+		if (-fd != st.open_errno)
+			xlog("cannot create %s: %s; records are still counted as lost", path,
+			     strerror(-fd));
+		st.open_errno = -fd;
+		return;
+	}
+	close(fd);
+	dead->seq = UINT64_MAX;
+	segment_close(0);
+	if (segment_open(seq) < 0)
 		return;
 	st.rotating = 1;
 	evicted_block();
@@ -637,7 +735,13 @@ void *store_block_begin(uint32_t len)
 
 	if (st.cur == NULL || total + SLACK + END_ROOM > BUF_SIZE)
 		return NULL;
-	if (!st.rotating && st.cur->blocks > 0 &&
+	if (!st.rotating && mono_ns() >= st.check_at) {
+		st.check_at = mono_ns() + 1000000000u;
+		store_check();
+		if (st.cur == NULL)
+			return NULL;
+	}
+	if (!st.rotating && st.cur->blocks > 0 && st.cur->fd >= 0 &&
 	    (uint64_t)st.cur->reserved + total + END_ROOM > cfg.segment_bytes) {
 		/* rotation needs two buffers: the end of this file, the next */
 		int free_bufs = 0;
@@ -716,13 +820,15 @@ static void buf_done(struct wbuf *b, int ok)
 		f->end += (off_t)b->len;
 	} else {
 		f->reserved -= (off_t)b->len;
-		disk_set_bytes(f->seq, (uint64_t)f->reserved);
+		if (f->fd >= 0)
+			disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	}
 	if (--f->pending == 0 && f->closing) {
-		if (cfg.sync != SYNC_NEVER && fdatasync(f->fd) < 0)
+		if (f->fd >= 0 && cfg.sync != SYNC_NEVER && fdatasync(f->fd) < 0)
 			xlog("fdatasync of segment %llu failed: %s", (unsigned long long)f->seq,
 			     strerror(errno));
-		close(f->fd);
+		if (f->fd >= 0)
+			close(f->fd);
 		free(f);
 	}
 }
@@ -744,6 +850,11 @@ static void write_done(int res)
 	if (res < 0) {
 		/* Cut the file back to its last whole block, free space if we
 		 * can, and count the buffer's records as lost. */
+		if (b->file->fd < 0) {
+			buf_done(b, 0); /* a dead segment: said when it died */
+			submit_next();
+			return;
+		}
 		if (ftruncate(b->file->fd, b->file->end) < 0)
 			xlog("cannot cut segment %llu back after a failed write: %s",
 			     (unsigned long long)b->file->seq, strerror(errno));
@@ -775,6 +886,10 @@ static void submit_next(void)
 			b->off = b->file->end;
 		b->state = BUF_INFLIGHT;
 		st.inflight = b;
+		if (b->file->fd < 0) {
+			write_done(-b->file->err);
+			continue;
+		}
 		if (st.use_uring) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&st.ring);
 
