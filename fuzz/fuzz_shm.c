@@ -20,7 +20,8 @@
  *   8 rewrite a header field while attached
  *   9 bump or set the no-free-ring counter
  *  10 a drain (session_drain_all)
- *  11 refuse the store's next N buffers   12 fail the next writes
+ *  11 refuse the store's next N (bits 0-2) buffers; bit 3 turns the
+ *     uid's quota block on or off        12 fail the next writes
  *  13 goodbye   14 the producer dies (EOF)   15 a garbage message
  *
  * xtcd_stubs.c fences the daemon's mapping (an out-of-segment read is an
@@ -168,7 +169,14 @@ static void op(struct producer *pr, struct input *in)
 		break;
 	}
 	case 10: session_drain_all(); break;
-	case 11: fake.starve = (unsigned)take(in, 1) % 8; break;
+	case 11: {
+		unsigned v = (unsigned)take(in, 1);
+
+		fake.starve = v & 7;
+		if (v & 8)
+			fake.quota_blocked = !fake.quota_blocked;
+		break;
+	}
 	case 12: fake.fail_next_flush = 1; break;
 	case 13:
 		xtc_msg_init(&h, XTC_MSG_GOODBYE, sizeof h);

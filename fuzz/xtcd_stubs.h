@@ -18,6 +18,7 @@ struct fake_store {
 	unsigned starve;          /* this many block_begin calls return NULL */
 	int      fail_next_flush; /* the next flush fails every write */
 	int      no_starve;       /* shutting down: never refuse a buffer */
+	int      quota_blocked;   /* store_quota_blocked() says so */
 	const uint8_t *map;       /* the segment, as the harness filled it */
 	struct xtc_shm_hdr geo;   /* its geometry, as the harness wrote it */
 	int      ts_is_ns;        /* records carry ns: compare ts exactly */

@@ -6,7 +6,10 @@
 # write as lost, end the session that lost records as io_error, and
 # write normally again once the filler is gone; every session's counts
 # reconcile (produced == written + dropped + lost) and --cat reads the
-# directory with exit 0.  Needs root (or CAP_SYS_ADMIN) to mount.
+# directory with exit 0.  A second round, with 64 KiB segments and only
+# 170 KiB free, has writes fail at the start of new segments, where the
+# file header is: every segment must still begin with one.  Needs root
+# (or CAP_SYS_ADMIN) to mount.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
 
 FS=$T/fs
@@ -16,6 +19,7 @@ if ! mount -t tmpfs -o size=3M,mode=0755 xtc-e2e "$FS" 2>"$T/mount.err"; then
 	exit 77
 fi
 trap '[ -n "$XTCD_PID" ] && kill -9 "$XTCD_PID" 2>/dev/null; umount -l "$FS"; cleanup' EXIT
+echo "a 3 MiB filesystem, 1.2 MiB free, 512 KiB segments:"
 DIR=$FS/segments
 mkdir -p "$DIR"
 
@@ -77,5 +81,29 @@ if not bad:
     print("ok: A produced %d = written %d + dropped %d + lost %d (io_error); B complete; "
           "%d EVICTED records" % (a["produced"], a["written"], a["dropped"], a["lost"], len(evicted)))
 sys.exit(1 if bad else 0)
+EOF
+
+echo "again with 64 KiB segments and 170 KiB free:"
+umount "$FS" && mount -t tmpfs -o size=3M,mode=0755 xtc-e2e "$FS" || fail "remounting the tmpfs"
+mkdir -p "$DIR"
+: >"$T/xtcd.log"
+start_xtcd --max-bytes 64M --segment-bytes 64K --drain-ms 10
+head -c $((2900 * 1024)) /dev/zero >"$FS/filler" 2>/dev/null
+"$LOADGEN" 2 100000 100000 3000 >"$T/a2.out" 2>&1 &
+a=$!
+wait_log "failed: No space left on device" 10
+sleep 1
+rm -f "$FS/filler"
+wait "$a" || fail "xtc-loadgen A2 exited $?"
+wait_log "(pid $a, xtc-loadgen) ended" 5
+stop_xtcd
+"$XTCD" --cat "$DIR" >/dev/null 2>"$T/cat.err" || fail "xtcd --cat exited $?: $(head -n 5 "$T/cat.err")"
+line=$(grep "(pid $a, xtc-loadgen) ended" "$T/xtcd.log")
+echo "  $line; $(ls "$DIR" | wc -l) segments, all readable"
+python3 - "$line" <<'EOF' || fail "A2 does not reconcile: $line"
+import re, sys
+m = re.search(r"produced (\d+), written (\d+), dropped (\d+), lost (\d+)", sys.argv[1])
+p, w, d, l = map(int, m.groups())
+sys.exit(0 if p == w + d + l and l > 0 else 1)
 EOF
 echo PASS

@@ -30,10 +30,13 @@ fail() {
 
 # start_xtcd [extra xtcd flags...]: start xtcd and wait until it listens.
 start_xtcd() {
+	# Wait for this xtcd's own "listening" line, not an earlier one's.
+	local before
+	before=$(grep -c listening "$T/xtcd.log" 2>/dev/null || true)
 	"$XTCD" --dir "$DIR" --socket "$SOCK" "$@" >>"$T/xtcd.log" 2>&1 &
 	XTCD_PID=$!
-	for _ in $(seq 1 200); do
-		[ -S "$SOCK" ] && grep -q listening "$T/xtcd.log" && return 0
+	for _ in $(seq 1 500); do
+		[ -S "$SOCK" ] && [ "$(grep -c listening "$T/xtcd.log")" -gt "${before:-0}" ] && return 0
 		kill -0 "$XTCD_PID" 2>/dev/null || fail "xtcd exited at start"
 		sleep 0.02
 	done

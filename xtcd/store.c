@@ -61,6 +61,8 @@ struct segfile {
 	uint64_t seq;        /* UINT64_MAX: a dead segment given up (see segment_open) */
 	int      fd;         /* -1: a dead segment */
 	int      err;        /* why it is dead: what creating it failed with */
+	int      need_header;/* its header is not on disk: write it before the next buffer */
+	struct xtc_seg_file_hdr hdr;
 	off_t    end;        /* bytes on disk */
 	off_t    reserved;   /* bytes on disk + bytes waiting in buffers */
 	uint64_t blocks;
@@ -508,6 +510,17 @@ static void buf_seal(void)
  * Segments
  */
 
+/* Append raw bytes (the file header) to the filling buffer. */
+static int buf_put_raw(const void *p, size_t n)
+{
+	if (st.filling == NULL && (st.filling = buf_take()) == NULL)
+		return -1;
+	memcpy(st.filling->data + st.filling->len, p, n);
+	st.filling->len += n;
+	st.cur->reserved += (off_t)n;
+	return 0;
+}
+
 /* Close the current segment: a SEGMENT_END, then no more blocks. */
 static void segment_close(uint64_t next_seq)
 {
@@ -538,13 +551,38 @@ static void segment_close(uint64_t next_seq)
 	}
 }
 
-/* Write a segment's file header at its start; 0 or an errno value. */
-static int header_write(int fd, const struct xtc_seg_file_hdr *h)
+/* The file header of segment seq, as of now. */
+static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
+{
+	char host[64] = "";
+	uint8_t boot[16] = { 0 };
+	int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	char text[64];
+	ssize_t n = bfd >= 0 ? read(bfd, text, sizeof text) : -1;
+	int k = 0;
+
+	for (ssize_t i = 0; i < n && k < 32; i++) {
+		int v = text[i] >= '0' && text[i] <= '9' ? text[i] - '0'
+		      : text[i] >= 'a' && text[i] <= 'f' ? text[i] - 'a' + 10 : -1;
+		if (v >= 0) {
+			boot[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
+			k++;
+		}
+	}
+	if (bfd >= 0)
+		close(bfd);
+	gethostname(host, sizeof host - 1);
+	seg_file_hdr_init(h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
+}
+
+/* Write f's header at the start of its file, now; 0 or an errno value. */
+static int header_write(struct segfile *f)
 {
 	size_t done = 0;
 
-	while (done < sizeof *h) {
-		ssize_t n = pwrite(fd, (const char *)h + done, sizeof *h - done, (off_t)done);
+	while (done < sizeof f->hdr) {
+		ssize_t n = pwrite(f->fd, (const char *)&f->hdr + done, sizeof f->hdr - done,
+		                   (off_t)done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -555,58 +593,14 @@ static int header_write(int fd, const struct xtc_seg_file_hdr *h)
 	return 0;
 }
 
-/* Create segment file `seq` with its header: the open descriptor, or
- * -errno (and no file left behind). */
-static int segment_create(uint64_t seq, const char *path)
-{
-	struct xtc_seg_file_hdr h;
-	char host[64] = "";
-	uint8_t boot[16] = { 0 };
-	int fd, err;
-
-	gethostname(host, sizeof host - 1);
-	{
-		int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-		char text[64];
-		ssize_t n = bfd >= 0 ? read(bfd, text, sizeof text) : -1;
-		int k = 0;
-
-		for (ssize_t i = 0; i < n && k < 32; i++) {
-			int v = text[i] >= '0' && text[i] <= '9' ? text[i] - '0'
-			      : text[i] >= 'a' && text[i] <= 'f' ? text[i] - 'a' + 10 : -1;
-			if (v >= 0) {
-				boot[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-				k++;
-			}
-		}
-		if (bfd >= 0)
-			close(bfd);
-	}
-	seg_file_hdr_init(&h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
-	err = header_write(fd, &h);
-	if ((err == ENOSPC || err == EDQUOT) && evict_oldest() == 0)
-		err = header_write(fd, &h); /* room made by deleting the oldest segment */
-	if (err != 0) {
-		close(fd);
-		unlink(path);
-		return -err;
-	}
-	return fd;
-}
-
 /*
- * Make segment `seq` the current one; restating live sessions is the
- * caller's.  The file header is written here, synchronously, so that no
- * segment file ever lacks one: blocks appended to a file whose header
- * write failed would make all of it unreadable.  When the file cannot be
- * created (--dir removed or unwritable, the filesystem full) the segment
- * is dead: it still takes blocks, so sessions go on and can end, but its
- * writes fail at once and their records count as lost, until
- * store_check() creates the file (it tries once a second).  Returns 0, or
- * -errno for a dead segment.
+ * Make segment `seq` the current one, its header the first bytes of its
+ * first buffer; restating live sessions is the caller's.  When the file
+ * cannot be created (--dir removed or unwritable) the segment is dead: it
+ * still takes blocks, so sessions go on and can end, but its writes fail
+ * at once and their records count as lost, until store_check() creates
+ * the file (it tries once a second).  Returns 0, or -errno for a dead
+ * segment.
  */
 static int segment_open(uint64_t seq)
 {
@@ -621,16 +615,16 @@ static int segment_open(uint64_t seq)
 	f->fd = -1;
 	st.cur = f;
 	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = segment_create(seq, path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd < 0) {
-		f->err = -fd;
+		f->err = errno;
 		if (!st.started)
-			xlog("cannot create %s: %s; check that --dir is writable", path, strerror(-fd));
-		else if (-fd != st.open_errno)
+			xlog("cannot create %s: %s; check that --dir is writable", path, strerror(f->err));
+		else if (f->err != st.open_errno)
 			xlog("cannot create %s: %s; records are counted as lost until a segment can be "
-			     "created (tried every second)", path, strerror(-fd));
-		st.open_errno = -fd;
-		return fd;
+			     "created (tried every second)", path, strerror(f->err));
+		st.open_errno = f->err;
+		return -f->err;
 	}
 	if (st.open_errno != 0)
 		xlog("created %s: writing again", path);
@@ -646,8 +640,10 @@ static int segment_open(uint64_t seq)
 		}
 	}
 	f->fd = fd;
-	f->end = f->reserved = sizeof(struct xtc_seg_file_hdr);
-	disk_add(seq, sizeof(struct xtc_seg_file_hdr));
+	header_init(&f->hdr, seq);
+	if (buf_put_raw(&f->hdr, sizeof f->hdr) < 0)
+		f->need_header = 1; /* no buffer free: written before the first one */
+	disk_add(seq, sizeof f->hdr);
 	if (st.ndisk != 0 && st.disk[st.ndisk - 1].seq == seq)
 		st.disk[st.ndisk - 1].attributed = 1; /* we charge every block of it */
 	return 0;
@@ -660,6 +656,11 @@ static void segment_rotate(void)
 	uint64_t next = st.cur->seq + 1;
 
 	segment_close(next);
+	/* Finish writing the old segment before the new one's header reaches
+	 * the disk: readers (xtcd --follow) rely on a newer segment meaning
+	 * that every older one is complete.  A few buffers, once a segment. */
+	while ((st.inflight != NULL || st.qlen > 0) && store_wait_write() == 0)
+		;
 	evict_for(cfg.segment_bytes);
 	if (segment_open(next) < 0)
 		return;
@@ -678,10 +679,8 @@ static void segment_rotate(void)
 static void store_check(void)
 {
 	struct segfile *dead = st.cur;
-	struct stat sb;
 	uint64_t seq = dead->seq;
-	char path[4096];
-	int fd;
+	struct stat sb;
 
 	if (dead->fd >= 0) {
 		if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
@@ -690,16 +689,6 @@ static void store_check(void)
 		}
 		return;
 	}
-	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = segment_create(seq, path);
-	if (fd < 0) {
-		if (-fd != st.open_errno)
-			xlog("cannot create %s: %s; records are still counted as lost", path,
-			     strerror(-fd));
-		st.open_errno = -fd;
-		return;
-	}
-	close(fd);
 	dead->seq = UINT64_MAX;
 	segment_close(0);
 	if (segment_open(seq) < 0)
@@ -858,6 +847,8 @@ static void write_done(int res)
 		if (ftruncate(b->file->fd, b->file->end) < 0)
 			xlog("cannot cut segment %llu back after a failed write: %s",
 			     (unsigned long long)b->file->seq, strerror(errno));
+		if (b->file->end == 0)
+			b->file->need_header = 1; /* it held the header: write it again first */
 		if (-res != st.last_errno)
 			xlog("writing segment %llu failed: %s; %llu records lost",
 			     (unsigned long long)b->file->seq, strerror(-res),
@@ -874,22 +865,50 @@ static void write_done(int res)
 }
 
 /* Start writing the next queued buffer, if none is in flight. */
+/*
+ * Write the header of a segment whose first buffer failed (or never got
+ * one) before its next buffer, so that the file does not begin with a
+ * block: without its header a segment is unreadable.  Every buffer before
+ * this one is written (one write at a time, in order), so a newer header
+ * on disk still tells a follower that the older segments are complete.
+ * 0 or an errno value.
+ */
+static int header_reinstate(struct segfile *f)
+{
+	int err = header_write(f);
+
+	if ((err == ENOSPC || err == EDQUOT) && evict_oldest() == 0)
+		err = header_write(f);
+	if (err != 0)
+		return err;
+	f->need_header = 0;
+	f->end = (off_t)sizeof f->hdr;
+	f->reserved += (off_t)sizeof f->hdr;
+	disk_set_bytes(f->seq, (uint64_t)f->reserved);
+	return 0;
+}
+
 static void submit_next(void)
 {
 	struct wbuf *b;
+	int err;
 
 	while (st.inflight == NULL && st.qlen > 0) {
 		b = st.queue[st.qhead];
 		st.qhead = (st.qhead + 1) % NBUF;
 		st.qlen--;
-		if (b->done == 0)
-			b->off = b->file->end;
 		b->state = BUF_INFLIGHT;
 		st.inflight = b;
 		if (b->file->fd < 0) {
 			write_done(-b->file->err);
 			continue;
 		}
+		if (b->done == 0 && b->file->need_header && (err = header_reinstate(b->file)) != 0) {
+			write_done(-err);
+			continue;
+		}
+		if (b->done == 0)
+			b->off = b->file->end;
 		if (st.use_uring) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&st.ring);
 
