@@ -5,7 +5,9 @@
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
 
 start_xtcd --drain-ms 10
-XTC_DEBUG=1 XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 300000 100000 >"$T/lg.out" 2>"$T/lg.err" &
+# HOLD_MS keeps the app alive (and its rings with it) until it re-attaches
+# even when a loaded machine makes the restart slow.
+XTC_DEBUG=1 XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 300000 100000 8000 >"$T/lg.out" 2>"$T/lg.err" &
 lg=$!
 wait_log "attached"
 sleep 1
@@ -15,7 +17,7 @@ head -c 777 /dev/urandom >>"$last"   # what a write cut short leaves behind
 sleep 0.3
 start_xtcd --drain-ms 10
 wait_log "recovered a torn tail"
-wait_log "re-attaching"
+wait_log "re-attaching" 30
 wait $lg || fail "loadgen failed"
 wait_log "ended: detached"
 stop_xtcd
