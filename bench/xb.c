@@ -525,6 +525,7 @@ static void cmd_paced(void)
 
 	opt_loops = n;
 	pthread_barrier_init(&start_line, NULL, n);
+	memset(p, 0, sizeof p);
 	for (unsigned i = 0; i < n; i++) {
 		p[i].idx = i;
 		pthread_create(&p[i].th, NULL, paced_main, &p[i]);

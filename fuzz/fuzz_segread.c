@@ -2,7 +2,10 @@
  * fuzz/fuzz_segread.c - libFuzzer harness: any byte string as a segment
  * file (proto/xtc_seg.h), read the ways xtcd reads one.
  *
- * Each input is written to a scratch directory as segments 1 and 2 and
+ * Each input is read twice: as it is, and with every CRC made right (the
+ * file header's, and each block's as far as the blocks' lengths chain),
+ * so that mutations get past the CRCs into the payload decoders.  Each
+ * version is written to a scratch directory as segments 1 and 2 and
  * read by
  *   seg_scan_fd()       what recovery and the budget's eviction scan use;
  *   segread_run()       what xtcd --cat uses: segment 1 with a successor
@@ -25,6 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,25 +197,52 @@ static void run_cat(void)
 
 struct trace {
 	FILE *out;
-	struct segfmt json;
 };
 
-/* Everything about an item a reader could act on, one line each. */
+/* Everything about an item a reader could act on, as fixed-size bytes. */
+struct trace_rec {
+	int32_t  type;
+	int32_t  has_session, has_real, first;
+	uint64_t seq, offset, real_ns, session_id;
+	uint8_t  u[256];    /* the item's struct, or the one it points to */
+};
+
+_Static_assert(sizeof(((struct segread_item *)0)->u) <= 256, "item union");
+_Static_assert(sizeof(struct xtc_seg_file_hdr) <= 256, "file header");
+_Static_assert(sizeof(struct xtc_seg_session_start) <= 256, "session start");
+
 static int trace_item_cb(const struct segread_item *it, void *user)
 {
 	struct trace *t = user;
+	struct trace_rec r;
 
-	fprintf(t->out, "%d %llu %lld %d %llu %d ", (int)it->type, (unsigned long long)it->seq,
-	        (long long)it->offset, it->session != NULL, (unsigned long long)it->real_ns,
-	        it->has_real);
-	if (it->type == SEGREAD_EVENT)
-		fprintf(t->out, "@%llu ", (unsigned long long)it->u.event.index);
-	if (it->type == SEGREAD_SESSION_START)
-		fprintf(t->out, "first=%d ", it->u.start.first);
-	if (segfmt_item(&t->json, it) < 0)
-		abort();
-	if (it->type == SEGREAD_SEGMENT_BEGIN)
-		fputc('\n', t->out);
+	memset(&r, 0, sizeof r);
+	r.type = (int32_t)it->type;
+	r.has_session = it->session != NULL;
+	r.session_id = it->session ? it->session->id : 0;
+	r.has_real = it->has_real;
+	r.seq = it->seq;
+	r.offset = (uint64_t)it->offset;
+	r.real_ns = it->real_ns;
+	switch (it->type) {
+	case SEGREAD_EVENT:
+		memcpy(r.u, &it->u.event, sizeof it->u.event);
+		break;
+	case SEGREAD_SESSION_START:
+		r.first = it->u.start.first;
+		memcpy(r.u, it->u.start.ss, sizeof *it->u.start.ss);
+		break;
+	case SEGREAD_EVICTED:
+		memcpy(r.u, &it->u.evicted.ev, sizeof it->u.evicted.ev);
+		break;
+	case SEGREAD_SEGMENT_BEGIN:
+		memcpy(r.u, it->u.seg_begin, sizeof *it->u.seg_begin);
+		break;
+	default: /* the plain structs */
+		memcpy(r.u, &it->u, sizeof it->u);
+		break;
+	}
+	fwrite(&r, sizeof r, 1, t->out);
 	return 0;
 }
 
@@ -243,8 +274,6 @@ static void run_follow(const uint8_t *data, size_t size)
 	pieces.out = open_memstream(&pbuf, &plen);
 	if (!whole.out || !pieces.out)
 		abort();
-	segfmt_init(&whole.json, whole.out, 1);
-	segfmt_init(&pieces.json, pieces.out, 1);
 
 	put_file(path_follow, data, size);
 	if (segread_open(&r, dir_follow, trace_item_cb, NULL, &whole) < 0)
@@ -283,23 +312,78 @@ static void run_follow(const uint8_t *data, size_t size)
 	fclose(whole.out);
 	fclose(pieces.out);
 	if (wlen != plen || memcmp(wbuf, pbuf, wlen) != 0) {
-		fprintf(stderr, "fuzz_segread: the follower fed in pieces delivered other items "
-		        "than one read of the whole file\n--- whole\n%.*s--- pieces\n%.*s",
-		        (int)(wlen < 4000 ? wlen : 4000), wbuf, (int)(plen < 4000 ? plen : 4000), pbuf);
+		size_t k = 0;
+
+		while (k < wlen && k < plen && wbuf[k] == pbuf[k])
+			k++;
+		fprintf(stderr, "fuzz_segread: the follower fed in pieces delivered other items than "
+		        "one read of the whole file: %zu and %zu items, first difference in item %zu\n",
+		        wlen / sizeof(struct trace_rec), plen / sizeof(struct trace_rec),
+		        k / sizeof(struct trace_rec));
 		abort();
 	}
 	free(wbuf);
 	free(pbuf);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Make the file header's CRC and every chained block's CRC right.
+ * Returns whether anything changed. */
+static int fix_crcs(uint8_t *buf, size_t n)
 {
-	if (size > (8u << 20))
+	struct xtc_seg_file_hdr fh;
+	struct xtc_seg_blk_hdr h;
+	size_t off = sizeof fh;
+	int changed = 0;
+
+	if (n < sizeof fh)
 		return 0;
+	memcpy(&fh, buf, sizeof fh);
+	if (fh.crc != seg_crc32c(0, &fh, offsetof(struct xtc_seg_file_hdr, crc))) {
+		fh.crc = seg_crc32c(0, &fh, offsetof(struct xtc_seg_file_hdr, crc));
+		memcpy(buf, &fh, sizeof fh);
+		changed = 1;
+	}
+	while (off + sizeof h <= n) {
+		uint32_t crc;
+
+		memcpy(&h, buf + off, sizeof h);
+		if (h.len > n - off - sizeof h)
+			break;
+		crc = h.crc;
+		h.crc = 0;
+		h.crc = seg_crc32c(seg_crc32c(0, &h, sizeof h), buf + off + sizeof h, h.len);
+		if (h.crc != crc) {
+			memcpy(buf + off, &h, sizeof h);
+			changed = 1;
+		}
+		off += sizeof h + h.len;
+	}
+	return changed;
+}
+
+/* Everything, for one version of the input. */
+static void run_all(const uint8_t *data, size_t size)
+{
 	put_file(path1, data, size);
 	put_file(path2, data, size);
 	run_scan();
 	run_cat();
 	run_follow(data, size);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *fixed;
+
+	if (size > (8u << 20))
+		return 0;
+	run_all(data, size);
+	fixed = malloc(size ? size : 1);
+	if (!fixed)
+		abort();
+	memcpy(fixed, data, size);
+	if (fix_crcs(fixed, size))
+		run_all(fixed, size);
+	free(fixed);
 	return 0;
 }

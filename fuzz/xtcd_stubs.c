@@ -47,6 +47,7 @@ static uint64_t session_ids = 1;
 
 /* ---- main.c ---- */
 
+/* Silent unless FUZZ_XLOG is set. */
 void xlog(const char *fmt, ...)
 {
 	va_list ap;
@@ -60,6 +61,7 @@ void xlog(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The clocks are real: session.c stamps with them. */
 uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -76,6 +78,7 @@ uint64_t real_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* A SESSION_START carries these settings. */
 const char *settings_text(void)
 {
 	return "dir=/fuzz\nsocket=/fuzz.sock\n";
@@ -83,11 +86,13 @@ const char *settings_text(void)
 
 /* ---- store.c ---- */
 
+/* Session ids, never reused. */
 uint64_t store_next_session_id(void)
 {
 	return session_ids++;
 }
 
+/* Forget one input's blocks and counts (the starve setting stays). */
 void fake_store_reset(void)
 {
 	unsigned starve = fake.starve;
@@ -98,6 +103,8 @@ void fake_store_reset(void)
 	arena_pos = 0;
 }
 
+/* Room for a block, built 8-byte aligned as store.c builds it; NULL
+ * while the harness starves the store. */
 void *store_block_begin(uint32_t len)
 {
 	if (!arena && !(arena = aligned_alloc(PAGE, ARENA)))
@@ -189,6 +196,7 @@ static void check_end(const uint8_t *p, uint32_t len)
 	fake.ended++;
 }
 
+/* Move the block into its packed place, check it, keep its commit. */
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c)
 {
 	const uint8_t *p = arena + arena_pos + sizeof(struct xtc_seg_blk_hdr);
@@ -239,6 +247,7 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 	commits[ncommits++] = *c;
 }
 
+/* Complete every pending write, failing them all when told to. */
 void store_flush(void)
 {
 	int ok = !fake.fail_next_flush;
@@ -255,6 +264,7 @@ void store_flush(void)
 	}
 }
 
+/* Whether no write is pending. */
 int store_idle(void)
 {
 	return ncommits == 0;
@@ -269,6 +279,7 @@ int store_wait_write(void)
 	return 0;
 }
 
+/* The harness decides whether the session's uid is over its quota. */
 int store_quota_blocked(uid_t uid)
 {
 	(void)uid;
@@ -292,6 +303,7 @@ int __wrap_munmap(void *addr, size_t len);
 static uint8_t *fence_base, *fence_map;
 static size_t fence_span, fence_len;
 
+/* mmap, with fence_fd's mapping fenced. */
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	size_t span = (len + PAGE - 1) / PAGE * PAGE;
@@ -316,8 +328,11 @@ void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	return m;
 }
 
+/* munmap, taking the fences down with the fenced mapping. */
 int __wrap_munmap(void *addr, size_t len)
 {
+	uint8_t *base = fence_base;
+
 	if (addr == NULL || addr != fence_map)
 		return __real_munmap(addr, len);
 	if (len != fence_len)
@@ -325,5 +340,5 @@ int __wrap_munmap(void *addr, size_t len)
 	ASAN_UNPOISON_MEMORY_REGION(fence_map + fence_len, fence_span - fence_len);
 	fence_map = NULL;
 	fence_base = NULL;
-	return __real_munmap(addr == NULL ? NULL : (uint8_t *)addr - PAGE, fence_span + 2 * PAGE);
+	return __real_munmap(base, fence_span + 2 * PAGE);
 }

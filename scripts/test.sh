@@ -7,13 +7,24 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/deps.sh"
 xtc_install_deps
+
+# show_failures BUILDDIR: the whole log of every test that did not pass,
+# so that CI's output says why.
+show_failures() {
+	local trs
+	for trs in "$1"/tests/*.trs; do
+		grep -qE '^:test-result: (FAIL|ERROR)' "$trs" || continue
+		echo "==== ${trs%.trs}.log"
+		tail -n 200 "${trs%.trs}.log"
+	done
+}
 if [ "${1:-}" = "--sanitizers" ]; then
 	xtc_build "$top/build-san" --enable-sanitizers
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	make -C "$top/build-san" -j2 check || { cat "$top"/build-san/tests/*.log 2>/dev/null | tail -n 80; exit 1; }
+	make -C "$top/build-san" -j2 check || { show_failures "$top/build-san"; exit 1; }
 else
 	xtc_build "$top"
-	make -C "$top" -j2 check || { cat "$top"/tests/*.log 2>/dev/null | tail -n 80; exit 1; }
+	make -C "$top" -j2 check || { show_failures "$top"; exit 1; }
 	bash "$top/tests/install_check.sh" "$top"
 fi

@@ -28,6 +28,7 @@ events() {
 start_xtcd "${flags[@]}"
 XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 1000000000 50000 >"$T/lg.out" 2>&1 &
 lg=$!
+trap 'kill -9 "$lg" 2>/dev/null; cleanup' EXIT
 orphans=0
 for r in $(seq 1 "$rounds"); do
 	wait_log "(xtc-loadgen) uid [0-9]* attached" 5

@@ -47,8 +47,8 @@ kill -0 "$XTCD_PID" 2>/dev/null || fail "xtcd died without its directory"
 ended_lost "$a" "$T/xtcd.log"
 ended_lost "$c" "$T/xtcd.log"
 mkdir -p "$DIR"
+wait_log "writing again" 5   # tried once a second, producers or not
 "$LOADGEN" 2 20000 100000 >"$T/b.out" 2>&1 || fail "xtc-loadgen B exited $?"
-wait_log "writing again" 5
 wait_log "ended: detached, produced 40000, written 40000, dropped 0, lost 0, complete" 5
 [ "$(count "was removed under xtcd" "$T/xtcd.log")" -le 1 ] &&
 [ "$(count "cannot create" "$T/xtcd.log")" -eq 1 ] ||
@@ -92,6 +92,7 @@ for _ in $(seq 1 250); do grep -q "(pid $d, xtc-loadgen) ended" "$T/xtcd2.log" &
 kill -0 "$XTCD_PID" 2>/dev/null || fail "the unprivileged xtcd died: $(cat "$T/xtcd2.log")"
 ended_lost "$d" "$T/xtcd2.log"
 chmod 755 "$U/segments"
+for _ in $(seq 1 250); do grep -q "writing again" "$T/xtcd2.log" && break; sleep 0.02; done
 XTC_TAIL_SHM=$U/xtcd.sock "$LOADGEN" 2 20000 100000 >"$T/e.out" 2>&1 || fail "xtc-loadgen E exited $?"
 for _ in $(seq 1 250); do grep -q "ended: detached, produced 40000, written 40000, dropped 0, lost 0, complete" "$T/xtcd2.log" && break; sleep 0.02; done
 grep -q "writing again" "$T/xtcd2.log" && grep -q "produced 40000, written 40000, dropped 0, lost 0, complete" "$T/xtcd2.log" ||

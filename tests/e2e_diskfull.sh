@@ -32,7 +32,7 @@ head -c $((1800 * 1024)) /dev/zero >"$FS/filler"
 XTC_TAIL_RING_RECORDS=262144 "$LOADGEN" 2 400000 200000 6000 >"$T/a.out" 2>&1 &
 a=$!
 wait_log "failed: No space left on device" 10
-wait_log "to stay within the budget" 10
+wait_log "to make room: the filesystem is full" 10
 for _ in $(seq 1 250); do
 	grep -q "^emitted" "$T/a.out" && break
 	sleep 0.02

@@ -12,6 +12,7 @@ echo "seed $seed (XTC_TEST_SEED=$seed reruns these kill points)"
 start_xtcd --drain-ms 50
 
 pids=()
+trap 'kill -9 "${pids[@]}" 2>/dev/null; cleanup' EXIT
 # flat out into small rings: drops, killed mid-burst
 XTC_TAIL_RING_RECORDS=1024 "$LOADGEN" 1 100000000 0 >/dev/null 2>&1 &
 pids+=($!)

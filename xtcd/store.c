@@ -52,6 +52,8 @@
 
 #define BUF_SIZE   (1u << 20)
 #define NBUF       8
+#define BUDGET     "to stay within the budget"
+#define FS_FULL    "to make room: the filesystem is full"
 #define SLACK      7u     /* a block is built 8-byte aligned: see build_at() */
 #define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end) + SLACK)
 
@@ -127,7 +129,7 @@ static struct {
 	int       last_errno;      /* the last write error, logged once */
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */
-	uint64_t  check_at;        /* mono_ns of the next store_check() */
+	ev_timer  check_w;         /* store_check() once a second */
 	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
 } st = { .dirfd = -1, .uring_efd = -1 };
 
@@ -384,8 +386,9 @@ static int evict_scan_cb(const struct xtc_seg_blk_hdr *h, const void *payload, o
 	return 0;
 }
 
-/* Delete the oldest closed segment.  Returns 0, or -1 if there is none. */
-static int evict_oldest(void)
+/* Delete the oldest closed segment, `why` (for the log).  Returns 0, or -1
+ * if there is none. */
+static int evict_oldest(const char *why)
 {
 	char path[4096];
 	struct evict_count ec = { 0 };
@@ -403,7 +406,7 @@ static int evict_oldest(void)
 		close(fd);
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
-		xlog("cannot delete %s to stay within the budget: %s", path, strerror(errno));
+		xlog("cannot delete %s %s: %s", path, why, strerror(errno));
 		return -1;
 	}
 	uid_release(&st.disk[0]);
@@ -415,8 +418,8 @@ static int evict_oldest(void)
 	st.evict_bytes += d.bytes;
 	st.evict_records += ec.records;
 	st.evict_pending = 1;
-	xlog("deleted %s (%llu bytes, %llu records) to stay within the budget", path,
-	     (unsigned long long)d.bytes, (unsigned long long)ec.records);
+	xlog("deleted %s (%llu bytes, %llu records) %s", path, (unsigned long long)d.bytes,
+	     (unsigned long long)ec.records, why);
 	return 0;
 }
 
@@ -433,9 +436,10 @@ static uint64_t fs_free(void)
 /* Delete old segments until `need` more bytes fit the budget. */
 static void evict_for(uint64_t need)
 {
-	while (store_bytes_used() + need > cfg.max_bytes && evict_oldest() == 0)
+	while (store_bytes_used() + need > cfg.max_bytes && evict_oldest(BUDGET) == 0)
 		;
-	while (cfg.keep_free != 0 && fs_free() < cfg.keep_free + need && evict_oldest() == 0)
+	while (cfg.keep_free != 0 && fs_free() < cfg.keep_free + need &&
+	       evict_oldest("to keep --keep-free bytes free") == 0)
 		;
 }
 
@@ -683,7 +687,11 @@ static void store_check(void)
 	struct stat sb;
 
 	if (dead->fd >= 0) {
-		if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
+		int free_bufs = 0;
+
+		for (int i = 0; i < NBUF; i++)
+			free_bufs += st.bufs[i].state == BUF_FREE;
+		if (free_bufs >= 2 && fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
 			xlog("--dir %s was removed under xtcd: moving to a new segment", cfg.dir);
 			segment_rotate();
 		}
@@ -697,6 +705,16 @@ static void store_check(void)
 	evicted_block();
 	session_restate_all();
 	st.rotating = 0;
+}
+
+/* The once-a-second timer: see store_check(). */
+static void check_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)w; (void)revents;
+	if (st.cur == NULL || st.rotating)
+		return;
+	store_check();
+	store_flush();
 }
 
 /* ---------------------------------------------------------------------
@@ -724,12 +742,6 @@ void *store_block_begin(uint32_t len)
 
 	if (st.cur == NULL || total + SLACK + END_ROOM > BUF_SIZE)
 		return NULL;
-	if (!st.rotating && mono_ns() >= st.check_at) {
-		st.check_at = mono_ns() + 1000000000u;
-		store_check();
-		if (st.cur == NULL)
-			return NULL;
-	}
 	if (!st.rotating && st.cur->blocks > 0 && st.cur->fd >= 0 &&
 	    (uint64_t)st.cur->reserved + total + END_ROOM > cfg.segment_bytes) {
 		/* rotation needs two buffers: the end of this file, the next */
@@ -855,7 +867,7 @@ static void write_done(int res)
 			     (unsigned long long)b->records);
 		st.last_errno = -res;
 		if (res == -ENOSPC || res == -EDQUOT)
-			evict_oldest();
+			evict_oldest(FS_FULL);
 		buf_done(b, 0);
 	} else {
 		st.last_errno = 0;
@@ -877,7 +889,7 @@ static int header_reinstate(struct segfile *f)
 {
 	int err = header_write(f);
 
-	if ((err == ENOSPC || err == EDQUOT) && evict_oldest() == 0)
+	if ((err == ENOSPC || err == EDQUOT) && evict_oldest(FS_FULL) == 0)
 		err = header_write(f);
 	if (err != 0)
 		return err;
@@ -1109,7 +1121,7 @@ static int recover_segment(uint64_t seq, struct recovery *r)
 		} else if (!scan.header_ok) {
 			xlog("%s: not a segment (bad header); left as it is", path);
 		}
-		if (!scan.clean_end && scan.header_ok)
+		if (!(scan.clean_end && r->shutdown_end) && scan.header_ok)
 			xlog("%s: the previous xtcd did not shut down cleanly", path);
 		/* Every session ended before a shutdown's SEGMENT_END; one
 		 * written at a rotation whose next segment never came says
@@ -1236,6 +1248,8 @@ int store_init(struct ev_loop *loop)
 	evicted_block();
 	recovery_close_sessions(&r);
 	free(r.s);
+	ev_timer_init(&st.check_w, check_cb, 1.0, 1.0);
+	ev_timer_start(loop, &st.check_w);
 	if (quota_configured())
 		attribute_existing();
 	store_flush();
@@ -1264,6 +1278,7 @@ void store_reconfigure(void)
 /* Write out everything, end the segment (clean: with SEGMENT_END). */
 void store_fini(int clean)
 {
+	ev_timer_stop(st.loop, &st.check_w);
 	if (clean)
 		segment_close(0);
 	else
