@@ -580,7 +580,7 @@ def sec3():
                     f"none up to {last[0]} x {last[1]}B per CPU")
         if s == "xtc":
             n = found[s]
-            return f"{n} records ({n * 32 >> 20} MiB a ring)"
+            return f"{n} records ({n * 40 >> 20} MiB a ring)"
         n, sz = found[s]
         return f"{n} x {sz}B per CPU"
     row(f"smallest ring losing none in {A.search_runs} runs", fmt("xtc"),

@@ -48,7 +48,7 @@ struct tls_ring {
 	struct xtc_shm_ring *ring;
 	uint32_t index;
 	uint64_t mask;        /* capacity - 1 */
-	uint64_t nudge_mask;  /* check the fill level every capacity/4 records */
+	uint64_t nudge_mask;  /* check the fill level every capacity/16 records */
 	uint64_t cached_tail; /* last tail seen; reloaded only when it says full */
 	uint64_t failed_gen;  /* release_gen + 1 when no ring was free */
 };
@@ -309,7 +309,7 @@ static struct xtc_shm_ring *ring_bind_locked(uint32_t i, uint32_t loop_id)
 	tls.ring = r;
 	tls.index = i;
 	tls.mask = tail_st.capacity - 1;
-	tls.nudge_mask = tail_st.capacity / 4 - 1;
+	tls.nudge_mask = tail_st.capacity >= 16 ? tail_st.capacity / 16 - 1 : 0;
 	tls.cached_tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	pthread_once(&ring_key_once, ring_key_create);
 	pthread_setspecific(ring_key, (void *)(uintptr_t)(i + 1));
@@ -329,6 +329,18 @@ static void ring_prefault(struct xtc_shm_ring *r)
 #else
 	(void)r;
 #endif
+}
+
+/* Tell an attached xtcd that a ring was just bound, so that it faults the
+ * ring's pages into its own mapping before the records come. */
+static void ring_nudge_bound(void)
+{
+	int fd = __atomic_load_n(&tail_st.nudge_fd, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+		/* the daemon went away; the next attach brings a new one */
+	}
 }
 
 /* Give ring i back (its records stay for readers).  Called with the lock. */
@@ -441,6 +453,7 @@ XTC_API int xtc_tail_loop_bind(uint32_t loop_id)
 		ring_release_locked(tls.index);
 	ring_bind_locked((uint32_t)i, loop_id);
 	ring_prefault(tls.ring);
+	ring_nudge_bound();
 out:
 	pthread_mutex_unlock(&tail_st.lock);
 	return ret;
@@ -465,8 +478,11 @@ static int ring_make_room(struct xtc_shm_ring *r, uint64_t head)
 	return 0;
 }
 
-/* Every capacity/4 records: if the ring is half full and the consumer
- * armed its nudge, wake it.  One write(2) per drain at most. */
+/* Every capacity/16 records: if the ring is a quarter full and the
+ * consumer armed its nudge, wake it.  One write(2) per drain at most.
+ * A quarter, checked often, so that the drain starts with three quarters
+ * of the ring still free: the first drains of a session run cold and
+ * slow, and a producer at millions of events/s fills the rest meanwhile. */
 static void ring_maybe_nudge(struct xtc_shm_ring *r, uint64_t head)
 {
 	int fd = __atomic_load_n(&tail_st.nudge_fd, __ATOMIC_ACQUIRE);
@@ -475,7 +491,7 @@ static void ring_maybe_nudge(struct xtc_shm_ring *r, uint64_t head)
 	if (fd < 0)
 		return;
 	tls.cached_tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-	if (head - tls.cached_tail < (tls.mask + 1) / 2)
+	if (head - tls.cached_tail < (tls.mask + 1) / 4)
 		return;
 	if (!__atomic_exchange_n(&r->nudge_armed, 0, __ATOMIC_ACQ_REL))
 		return;

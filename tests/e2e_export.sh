@@ -55,6 +55,13 @@ drops = [r for r in recs if r["type"] == "drop"]
 ends = [r for r in recs if r["type"] == "session_end"]
 if not drops:
     fail("the fixture has no drops: the overloaded session did not overload")
+# one thread per loop here: its records are stamped in the order it wrote them
+last = {}
+for r in events:
+    k = (r["session"], r["loop_id"])
+    if r["ts_ns"] < last.get(k, 0):
+        fail("session %d loop %d goes back in time: %d after %d" % (k + (r["ts_ns"], last[k])))
+    last[k] = r["ts_ns"]
 
 # ---- chrome
 def load_chrome(path):

@@ -40,11 +40,13 @@ void xlog(const char *fmt, ...)
 	int saved = errno;
 	va_list ap;
 
+	flockfile(stderr); /* one whole line, also from the sync thread */
 	fputs("xtcd: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	funlockfile(stderr);
 	errno = saved;
 }
 

@@ -51,8 +51,11 @@ struct sring {
 	uint64_t start_dropped;
 	uint64_t last_dropped;
 	uint64_t last_ts;       /* ns of the last record drained */
+	uint64_t ts_floor;      /* no record of this ring is stamped earlier */
 	uint32_t loop_id;
 	int      corrupt;
+	uint64_t touch_from;    /* first record index whose page we touch */
+	uint64_t touch_next;    /* records below this were handed to the worker */
 };
 
 struct session {
@@ -65,6 +68,7 @@ struct session {
 	ev_io    conn_w;
 	int      nudge_fd;
 	ev_io    nudge_w;
+	struct worker_touch touch;   /* the worker's first touch of its rings */
 	uint8_t *map;
 	uint64_t size;
 	struct xtc_shm_hdr hdr;  /* the validated copy */
@@ -254,7 +258,13 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 			const volatile struct xtc_shm_rec *src = &r->recs[(from + done + k) & mask];
 			xtc_tail_rec_t rec;
 
+			/* Each drain converts with a fresh clock anchor, a few
+			 * tens of ns off the last one: keep one thread's records
+			 * in the order it wrote them. */
 			rec.ts_ns = ts_to_ns(tc, src->ts);
+			if (rec.ts_ns < sr->ts_floor)
+				rec.ts_ns = sr->ts_floor;
+			sr->ts_floor = rec.ts_ns;
 			rec.source = src->source;
 			rec.kind = src->kind;
 			rec.pid.loop_id = src->loop_id;
@@ -311,6 +321,26 @@ static int drop_block(struct session *s, uint32_t i, uint64_t count, uint32_t ca
  * DROP, then the rest, so the DROP sits where the loss happened.  A ring
  * cannot fill, and so cannot drop, before its head reaches the tail we
  * had published at the previous drain plus its capacity. */
+/* On the ring's first lap, have the worker fault its pages into our
+ * mapping a quarter of a ring ahead of the producer, so that the drains
+ * never wait for page faults (see worker.c).  A ring that is never used,
+ * or only a little, is never faulted in beyond that. */
+static void ring_touch_ahead(struct session *s, uint32_t i, uint64_t head)
+{
+	struct sring *sr = &s->rings[i];
+	uint64_t cap = s->hdr.ring_capacity;
+	uint64_t want = head + cap / 4, end = sr->touch_from + cap;
+	const size_t rec = sizeof ring_at(s, i)->recs[0];
+
+	if (want > end)
+		want = end;
+	if (want <= sr->touch_next || want - sr->touch_next < cap / 16)
+		return; /* done, or not worth a job yet */
+	worker_touch(&s->touch, (const void *)ring_at(s, i)->recs, cap * rec,
+	             (sr->touch_next & (cap - 1)) * rec, (want - sr->touch_next) * rec);
+	sr->touch_next = want;
+}
+
 static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
@@ -327,6 +357,8 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 		sr->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&r->state, __ATOMIC_RELAXED) == XTC_SHM_RING_BOUND)
+			ring_touch_ahead(s, i, head);
 	}
 	fault = shm_check_ring(head, dropped, sr->last_head, sr->last_dropped);
 	if (fault != SHM_RING_OK) {
@@ -452,6 +484,7 @@ static void session_free(struct session *s)
 	ev_io_stop(xtcd_loop, &s->nudge_w);
 	close(s->conn_fd);
 	close(s->nudge_fd);
+	worker_untouch(&s->touch);
 	munmap(s->map, s->size);
 	free(s->rings);
 	free(s);
@@ -680,6 +713,7 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
 	sr->read = sr->published = sr->pub_at_drain = sr->start = tail;
+	sr->touch_from = sr->touch_next = tail;
 	sr->last_head = tail;
 	sr->last_ts = mono_ns();
 	__atomic_store_n(&r->nudge_armed, 1, __ATOMIC_RELEASE);

@@ -550,7 +550,7 @@ static void segment_close(uint64_t next_seq)
 	st.cur = NULL;
 	if (f->pending == 0) {
 		if (f->fd >= 0)
-			close(f->fd);
+			worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
 		free(f);
 	}
 }
@@ -825,11 +825,8 @@ static void buf_done(struct wbuf *b, int ok)
 			disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	}
 	if (--f->pending == 0 && f->closing) {
-		if (f->fd >= 0 && cfg.sync != SYNC_NEVER && fdatasync(f->fd) < 0)
-			xlog("fdatasync of segment %llu failed: %s", (unsigned long long)f->seq,
-			     strerror(errno));
 		if (f->fd >= 0)
-			close(f->fd);
+			worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
 		free(f);
 	}
 }
@@ -999,8 +996,8 @@ int store_wait_write(void)
 static void sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop; (void)w; (void)revents;
-	if (st.cur != NULL && st.cur->end > 0 && fdatasync(st.cur->fd) < 0)
-		xlog("fdatasync failed: %s", strerror(errno));
+	if (st.cur != NULL && st.cur->end > 0 && st.cur->fd >= 0)
+		worker_sync(st.cur->fd, st.cur->seq);
 }
 
 /* ---------------------------------------------------------------------
@@ -1239,6 +1236,7 @@ int store_init(struct ev_loop *loop)
 			return -1;
 	}
 	uring_init();
+	worker_start();
 	seq = recover(&r);
 	evict_for(cfg.segment_bytes);
 	if (segment_open(seq) < 0) {
@@ -1296,6 +1294,7 @@ void store_fini(int clean)
 			write_done(res);
 		}
 	}
+	worker_stop(); /* every closed segment synced (per --sync) and closed */
 	if (st.use_uring) {
 		ev_io_stop(st.loop, &st.uring_w);
 		io_uring_queue_exit(&st.ring);

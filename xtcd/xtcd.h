@@ -153,4 +153,24 @@ int export_format_valid(const char *format);
 
 extern struct ev_loop *xtcd_loop;
 
+/* worker.c: a thread for fdatasync/close of segments and the first touch
+ * of a ring's pages, so that the event loop never waits for either. */
+int  worker_start(void);
+/* Take fd: fdatasync it (if sync) and close it, in hand-over order. */
+void worker_close(int fd, uint64_t seq, int sync);
+/* fdatasync a dup of fd, unless a sync is still queued or running. */
+void worker_sync(int fd, uint64_t seq);
+/* What the owner of a mapping keeps to know the worker is done with it. */
+struct worker_touch {
+	int pending;     /* touch jobs not finished (under the worker's lock) */
+	int cancel;      /* the mapping is going away: stop early */
+};
+/* Fault in len bytes from offset from of the circular [p, p + size) of a
+ * mapping, by reading one byte a page. */
+void worker_touch(struct worker_touch *t, const void *p, size_t size, size_t from, size_t len);
+/* Cancel t's touch jobs and wait until none runs: before munmap. */
+void worker_untouch(struct worker_touch *t);
+/* Finish every job, then end the thread. */
+void worker_stop(void);
+
 #endif /* XTCD_XTCD_H */
