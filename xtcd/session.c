@@ -182,6 +182,9 @@ static void ts_conv_rate(struct ts_conv *c)
 		c->mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / c->hz);
 }
 
+/* How far apart two drains' conversions of one tick may come out. */
+#define ANCHOR_JITTER_NS 1000u
+
 static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
 {
 	uint64_t d;
@@ -258,11 +261,14 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 			const volatile struct xtc_shm_rec *src = &r->recs[(from + done + k) & mask];
 			xtc_tail_rec_t rec;
 
-			/* Each drain converts with a fresh clock anchor, a few
-			 * tens of ns off the last one: keep one thread's records
-			 * in the order it wrote them. */
+			/* Each drain converts TSC ticks with a fresh clock
+			 * anchor, some tens of ns off the last one: hold a
+			 * record that comes out a little before its predecessor
+			 * at the predecessor's time.  Anything more is what the
+			 * producer wrote, and shows. */
 			rec.ts_ns = ts_to_ns(tc, src->ts);
-			if (rec.ts_ns < sr->ts_floor)
+			if (!tc->ns && rec.ts_ns < sr->ts_floor &&
+			    sr->ts_floor - rec.ts_ns < ANCHOR_JITTER_NS)
 				rec.ts_ns = sr->ts_floor;
 			sr->ts_floor = rec.ts_ns;
 			rec.source = src->source;
