@@ -277,7 +277,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake.geo.ring_capacity = pr.cap;
 	fake.geo.ring_offset = XTC_SHM_HDR_SIZE;
 	fake.geo.ring_stride = xtc_shm_ring_stride(pr.cap);
-	fake.ts_is_ns = !(geo & 0x10);
+	/* what xtcd will read at attach: the patches may have changed it */
+	fake.ts_is_ns = ((const struct xtc_shm_hdr *)pr.map)->ts_unit == XTC_SHM_TS_MONO_NS;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
 		abort();
 	pr.conn = sv[1];
