@@ -186,10 +186,30 @@ void worker_touch(struct worker_touch *t, const void *p, size_t size, size_t fro
 	(void)enqueue(&j);
 }
 
+/* Drop t's touch jobs that have not started, keeping the others in
+ * order.  Called with the lock. */
+static void unqueue_touches(const struct worker_touch *owner, int *pending)
+{
+	unsigned kept = 0;
+
+	for (unsigned k = 0; k < wk.n; k++) {
+		struct job *j = &wk.q[(wk.head + k) % QCAP];
+
+		if (j->kind == JOB_TOUCH && j->t == owner)
+			(*pending)--;
+		else
+			wk.q[(wk.head + kept++) % QCAP] = *j;
+	}
+	wk.n = kept;
+}
+
 void worker_untouch(struct worker_touch *t)
 {
+	/* Never wait behind a queued fdatasync: only for a touch of t that
+	 * is running, and that one stops within 64 pages. */
 	__atomic_store_n(&t->cancel, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&wk.mu);
+	unqueue_touches(t, &t->pending);
 	while (t->pending > 0)
 		pthread_cond_wait(&wk.done, &wk.mu);
 	pthread_mutex_unlock(&wk.mu);
