@@ -557,6 +557,32 @@ int seg_list(const char *dir, uint64_t **out, size_t *n)
 	return 0;
 }
 
+int seg_dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *first,
+                  uint64_t *last)
+{
+	uint64_t *seqs;
+	size_t n;
+	char path[4096];
+	struct stat sb;
+	int err;
+
+	*segs = *bytes = *first = *last = 0;
+	if ((err = seg_list(dir, &seqs, &n)) < 0)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		seg_path(path, sizeof(path), dir, seqs[i]);
+		if (stat(path, &sb) == 0)
+			*bytes += (uint64_t)sb.st_size;
+	}
+	*segs = n;
+	if (n) {
+		*first = seqs[0];
+		*last = seqs[n - 1];
+	}
+	free(seqs);
+	return 0;
+}
+
 /* ---- scanning a segment file ---- */
 
 /* pread all of len bytes at off, retrying EINTR; bytes read or -errno. */

@@ -73,6 +73,11 @@ int seg_name_parse(const char *name, uint64_t *seq);
  * array (*out, *n).  Returns 0 or -errno. */
 int seg_list(const char *dir, uint64_t **out, size_t *n);
 
+/* How many segments dir holds, their bytes, and the first and last
+ * segment numbers (all 0 when there is none).  Returns 0 or -errno. */
+int seg_dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *first,
+                  uint64_t *last);
+
 /* What a scan of one segment file found. */
 struct seg_scan {
 	off_t    valid_end;     /* bytes from 0 that hold whole, valid blocks */

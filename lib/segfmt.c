@@ -118,7 +118,7 @@ static void hex16(char out[33], const uint8_t id[16])
 }
 
 /* "-EAGAIN" for errno 11 (or "-11" for one glibc cannot name). */
-static void errno_name(char *buf, size_t len, int err)
+void segfmt_errno_name(char *buf, size_t len, int err)
 {
 	const char *name = NULL;
 
@@ -139,9 +139,9 @@ static void submit_fail_detail(char *buf, size_t len, uint64_t d)
 	if (d == 0)
 		snprintf(buf, len, "err=0");
 	else if (s < 0 && s > -(int64_t)XTC_TAIL_SHORT_SUBMIT_BASE)
-		errno_name(buf, len, (int)-s);
+		segfmt_errno_name(buf, len, (int)-s);
 	else if (d < XTC_TAIL_SHORT_SUBMIT_BASE)
-		errno_name(buf, len, (int)d);
+		segfmt_errno_name(buf, len, (int)d);
 	else
 		snprintf(buf, len, "short submit: %" PRIu64 " left", d - XTC_TAIL_SHORT_SUBMIT_BASE);
 }
@@ -186,17 +186,25 @@ static const char *loop_str(char *buf, size_t len, uint32_t loop_id)
 	return buf;
 }
 
-/* A duration in ns as "12.345us", "1.500ms" or "2.000s". */
-static void duration(char *buf, size_t len, uint64_t ns)
+/* A duration, three significant decimals: "850ns", "1.250ms", "2m05s". */
+const char *segfmt_duration(char *buf, size_t len, uint64_t ns)
 {
-	if (ns < 1000000u)
+	if (ns < 1000u)
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+	else if (ns < 1000000u)
 		snprintf(buf, len, "%" PRIu64 ".%03uus", ns / 1000, (unsigned)(ns % 1000));
 	else if (ns < 1000000000u)
-		snprintf(buf, len, "%" PRIu64 ".%03ums", ns / 1000000,
-		         (unsigned)(ns / 1000 % 1000));
-	else
+		snprintf(buf, len, "%" PRIu64 ".%03ums", ns / 1000000, (unsigned)(ns / 1000 % 1000));
+	else if (ns < 60 * 1000000000ull)
 		snprintf(buf, len, "%" PRIu64 ".%03us", ns / 1000000000u,
 		         (unsigned)(ns / 1000000 % 1000));
+	else if (ns < 3600 * 1000000000ull)
+		snprintf(buf, len, "%" PRIu64 "m%02us", ns / UINT64_C(60000000000),
+		         (unsigned)(ns / 1000000000u % 60));
+	else
+		snprintf(buf, len, "%" PRIu64 "h%02um", ns / UINT64_C(3600000000000),
+		         (unsigned)(ns / 60000000000ull % 60));
+	return buf;
 }
 
 /* ---- text ---- */
@@ -223,7 +231,7 @@ static void fmt_drop_text(struct segfmt *f, const struct segread_item *it)
 	char t[48], loop[16], cause[24], win[32];
 
 	if (d->to_ts_ns >= d->from_ts_ns)
-		duration(win, sizeof(win), d->to_ts_ns - d->from_ts_ns);
+		segfmt_duration(win, sizeof(win), d->to_ts_ns - d->from_ts_ns);
 	else
 		snprintf(win, sizeof(win), "?");
 	fprintf(f->out, "%s s%-4" PRIu64 " L%-5s ----- DROP count=%" PRIu64 " ring=%" PRIu32

@@ -54,4 +54,10 @@ void segfmt_json_string(FILE *out, const char *s, size_t len);
 /* A kind's detail as text ("task=0x...", "12.345us", "-EAGAIN", ...). */
 void segfmt_detail(char *buf, size_t len, uint32_t kind, uint64_t detail);
 
+/* "-EAGAIN" for errno 11 (or "-11" for one glibc cannot name). */
+void segfmt_errno_name(char *buf, size_t len, int err);
+
+/* A duration in ns as "850ns", "1.250ms", "12.500s", "2m05s", "3h07m". */
+const char *segfmt_duration(char *buf, size_t len, uint64_t ns);
+
 #endif /* XTC_LIB_SEGFMT_H */

@@ -688,26 +688,6 @@ void report_finish_sess(struct report *rep, struct rp_sess *s)
 
 /* ---- output ---- */
 
-/* Segments in dir and their bytes. */
-static void dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes)
-{
-	uint64_t *seqs;
-	size_t n;
-	char path[4096];
-	struct stat sb;
-
-	*segs = *bytes = 0;
-	if (seg_list(dir, &seqs, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		seg_path(path, sizeof(path), dir, seqs[i]);
-		if (stat(path, &sb) == 0)
-			*bytes += (uint64_t)sb.st_size;
-	}
-	*segs = n;
-	free(seqs);
-}
-
 /* How a session ended, in words. */
 static void sess_end_words(const struct rp_sess *s, char *buf, size_t len)
 {
@@ -725,17 +705,17 @@ static void sess_end_words(const struct rp_sess *s, char *buf, size_t len)
 /* The first lines: the directory, its sessions and span. */
 static void text_heading(struct report *rep, const char *dir)
 {
-	uint64_t segs, bytes;
+	uint64_t segs, bytes, first, last;
 	char a[64], b[64], d[32];
 
-	dir_usage(dir, &segs, &bytes);
+	seg_dir_usage(dir, &segs, &bytes, &first, &last);
 	fprintf(rep->out, "xtcd report of %s: %zu session%s, %" PRIu64 " segment%s (%.1f MiB)",
 	        dir, rep->nsess, rep->nsess == 1 ? "" : "s", segs, segs == 1 ? "" : "s",
 	        (double)bytes / (1024.0 * 1024.0));
 	if (rep->view_events)
 		fprintf(rep->out, ", %s .. %s (%s), %" PRIu64 " events",
 		        rp_time(a, sizeof(a), rep->view_first), rp_clock(b, sizeof(b), rep->view_last),
-		        rp_dur(d, sizeof(d), rep->view_last - rep->view_first), rep->view_events);
+		        segfmt_duration(d, sizeof(d), rep->view_last - rep->view_first), rep->view_events);
 	fputc('\n', rep->out);
 	if (rep->ro->filter.has_loop || rep->ro->filter.has_kind || rep->ro->filter.has_since ||
 	    rep->ro->filter.has_until)
@@ -791,10 +771,10 @@ static void text_record(struct report *rep)
 /* The JSON summary and one line per session. */
 static void json_record(struct report *rep, const char *dir)
 {
-	uint64_t segs, bytes;
+	uint64_t segs, bytes, first, last;
 	char reason[32];
 
-	dir_usage(dir, &segs, &bytes);
+	seg_dir_usage(dir, &segs, &bytes, &first, &last);
 	fputs("{\"type\":\"summary\",\"dir\":", rep->out);
 	segfmt_json_string(rep->out, dir, strlen(dir));
 	fprintf(rep->out, ",\"sessions\":%zu,\"segments\":%" PRIu64 ",\"bytes\":%" PRIu64

@@ -251,7 +251,7 @@ static const char *val_text(char *buf, size_t len, const struct drow *r, int whi
 	switch (r->metric) {
 	case DM_FINDING: snprintf(buf, len, "%.0f", v); break;
 	case DM_RATE:    snprintf(buf, len, "%.1f/s", v); break;
-	case DM_LATENCY: rp_dur(buf, len, (uint64_t)v); break;
+	case DM_LATENCY: segfmt_duration(buf, len, (uint64_t)v); break;
 	default:         snprintf(buf, len, "%.1f%%", v * 100); break;
 	}
 	return buf;
@@ -286,7 +286,7 @@ static void text_windows(struct report *rep, const struct dtab *t)
 		fprintf(rep->out, "  %c = %s: %s .. %s, the record covers %s of it, %" PRIu64 " records\n",
 		        'A' + w, rep->o->diff_text[w], rp_time(a, sizeof(a), rep->o->diff_win[w].from),
 		        rp_clock(b, sizeof(b), rep->o->diff_win[w].to),
-		        rp_dur(d, sizeof(d), t->cover[w]), rep->win_events[w]);
+		        segfmt_duration(d, sizeof(d), t->cover[w]), rep->win_events[w]);
 }
 
 /* The DIFF section. */

@@ -309,20 +309,6 @@ size_t report_find_count(const struct report *rep)
 
 /* ---- details ---- */
 
-/* "-EAGAIN" */
-static void errno_text(char *buf, size_t len, int err)
-{
-	const char *name = NULL;
-
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-	name = strerrorname_np(err);
-#endif
-	if (name)
-		snprintf(buf, len, "-%s", name);
-	else
-		snprintf(buf, len, "-%d", err);
-}
-
 /* SUBMIT_FAIL detail: the errno (stored negated or plain), or how many
  * SQEs a short submit left behind (XTC_TAIL_SHORT_SUBMIT_BASE + n).
  * Returns 1 for a short submit (n in *left), 0 for an errno (in *err). */
@@ -360,7 +346,7 @@ void report_find_summary(const struct report *rep, const struct rp_finding *f, c
 			snprintf(buf, len, "submit failed on loop %s: short submit, %" PRIu64 " SQE%s left "
 			         "unsubmitted", lb, left, left == 1 ? "" : "s");
 		else {
-			errno_text(e, sizeof(e), err);
+			segfmt_errno_name(e, sizeof(e), err);
 			snprintf(buf, len, "submit failed on loop %s: %s (%s)", lb, e,
 			         err ? strerror(err) : "no errno");
 		}
@@ -371,16 +357,16 @@ void report_find_summary(const struct report *rep, const struct rp_finding *f, c
 		break;
 	case RF_LOOP_STOPPED:
 		snprintf(buf, len, "loop %s stopped: silent for %s to the end of the record", lb,
-		         rp_dur(d, sizeof(d), f->detail));
+		         segfmt_duration(d, sizeof(d), f->detail));
 		break;
 	case RF_LOOP_GAP:
-		snprintf(buf, len, "loop %s silent for %s", lb, rp_dur(d, sizeof(d), f->detail));
+		snprintf(buf, len, "loop %s silent for %s", lb, segfmt_duration(d, sizeof(d), f->detail));
 		break;
 	default:
 		snprintf(buf, len, "%s%s: proc %s task 0x%" PRIx64 " on loop %s, waiting %s",
 		         f->verdict == RV_CANNOT_TELL ? "cannot tell, would be " : "",
 		         report_class_key(f->cls), pid, f->task, lb,
-		         rp_dur(d, sizeof(d), f->t_end > f->t_last ? f->t_end - f->t_last : 0));
+		         segfmt_duration(d, sizeof(d), f->t_end > f->t_last ? f->t_end - f->t_last : 0));
 		break;
 	}
 	(void)rep;
@@ -442,7 +428,7 @@ static void text_chain(struct report *rep, const struct rp_finding *f)
 	if (f->op)
 		fprintf(rep->out, " (op %" PRIu64 ")", f->op);
 	fprintf(rep->out, "; no %s in the %s from its last step to the %s\n", what,
-	        rp_dur(d, sizeof(d), f->t_end - f->t_last),
+	        segfmt_duration(d, sizeof(d), f->t_end - f->t_last),
 	        report_sess_clean_end(s) ? "end of the session" : "last record of the session");
 	for (unsigned i = 0; i < f->nproof; i++)
 		text_proof(rep, &f->proof[i], i == 0);
@@ -535,7 +521,7 @@ static void text_findings_head(struct report *rep, size_t shown)
 		fprintf(rep->out, "\nFINDINGS: none: every wakeup chain completed or was still within "
 		        "--stall (%s) of its last step, no submit failed, no lifecycle notification "
 		        "was dropped, and no loop went silent while others kept recording\n",
-		        rp_dur(d, sizeof(d), rep->o->stall_ns));
+		        segfmt_duration(d, sizeof(d), rep->o->stall_ns));
 	else if (explained)
 		fprintf(rep->out, "\nFINDINGS: %zu (%zu proven, %zu cannot tell; %zu follow from "
 		        "another finding)\n", shown, proven, cannot, explained);
@@ -545,7 +531,7 @@ static void text_findings_head(struct report *rep, size_t shown)
 	if (inflight)
 		fprintf(rep->out, "  %" PRIu64 " chain%s still in flight at the end of the record, "
 		        "waiting less than %s: not judged\n", inflight, inflight == 1 ? "" : "s",
-		        rp_dur(d, sizeof(d), rep->o->stall_ns));
+		        segfmt_duration(d, sizeof(d), rep->o->stall_ns));
 	if (suppressed)
 		fprintf(rep->out, "  %" PRIu64 " more findings were counted but not kept\n", suppressed);
 }
@@ -622,7 +608,7 @@ static void json_detail(struct report *rep, const struct rp_finding *f)
 		if (submit_fail_decode(f->detail, &err, &left))
 			fprintf(rep->out, ",\"short_submit_left\":%" PRIu64, left);
 		else {
-			errno_text(e, sizeof(e), err);
+			segfmt_errno_name(e, sizeof(e), err);
 			fprintf(rep->out, ",\"errno\":%d,\"error\":\"%s\"", err, e);
 		}
 		fprintf(rep->out, ",\"explains\":%" PRIu32, f->explains);

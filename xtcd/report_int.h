@@ -89,7 +89,6 @@ unsigned rp_hist_index(uint64_t v);
 uint64_t rp_hist_low(unsigned i);
 
 /* "12.345us", "1.500ms", "2.000s", "3m04s", "5h06m". */
-const char *rp_dur(char *buf, size_t len, uint64_t ns);
 /* Local "YYYY-MM-DD HH:MM:SS.uuuuuu" and its "HH:MM:SS.uuuuuu" tail. */
 const char *rp_time(char *buf, size_t len, uint64_t real_ns);
 const char *rp_clock(char *buf, size_t len, uint64_t real_ns);

@@ -106,8 +106,8 @@ static void text_row(struct report *rep, const char *name, const struct rp_hist 
 
 	fprintf(rep->out, "    %5s %10" PRIu64, name, h->n);
 	for (size_t q = 0; q < NQ; q++)
-		fprintf(rep->out, " %10s", rp_dur(d, sizeof(d), rp_hist_quantile(h, quantiles[q].q)));
-	fprintf(rep->out, " %10s\n", rp_dur(d, sizeof(d), h->max));
+		fprintf(rep->out, " %10s", segfmt_duration(d, sizeof(d), rp_hist_quantile(h, quantiles[q].q)));
+	fprintf(rep->out, " %10s\n", segfmt_duration(d, sizeof(d), h->max));
 }
 
 /* qsort_r: proc indexes by mailbox high-water mark, deepest first. */
@@ -176,7 +176,7 @@ static void text_sess(struct report *rep, struct rp_sess *s)
 		fprintf(rep->out, "    worst:");
 		for (size_t i = 0; i < s->nworst; i++)
 			fprintf(rep->out, "%s %s proc %s (loop %s) at %s", i ? ";" : "",
-			        rp_dur(d, sizeof(d), s->worst[i].lat),
+			        segfmt_duration(d, sizeof(d), s->worst[i].lat),
 			        rp_pid_name(pid, sizeof(pid), &s->worst[i].pid),
 			        rp_loop_name(lb, sizeof(lb), s->worst[i].loop),
 			        rp_clock(t, sizeof(t), s->worst[i].t));

@@ -441,7 +441,7 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 
 		if (l->pf_long_n > 1)
 			snprintf(run, sizeof(run), "%" PRIu64 " in %s", l->pf_long_n,
-			         rp_dur(d, sizeof(d), l->pf_long_end - l->pf_long_start));
+			         segfmt_duration(d, sizeof(d), l->pf_long_end - l->pf_long_start));
 		else if (l->pf_long_n)
 			snprintf(run, sizeof(run), "1");
 		else

@@ -200,8 +200,8 @@ void report_offcpu_text(struct report *rep)
 
 		fprintf(rep->out, "  %7" PRIu64 " %-16s %5s %12s %12s %12s %8" PRIu64 " %8" PRIu64 "  %s\n",
 		        p->sess, rp_pid_name(pid, sizeof(pid), &p->pid),
-		        rp_loop_name(lb, sizeof(lb), p->loop), rp_dur(a, sizeof(a), p->idle),
-		        rp_dur(b, sizeof(b), p->busy), rp_dur(c, sizeof(c), p->sched), p->polls,
+		        rp_loop_name(lb, sizeof(lb), p->loop), segfmt_duration(a, sizeof(a), p->idle),
+		        segfmt_duration(b, sizeof(b), p->busy), segfmt_duration(c, sizeof(c), p->sched), p->polls,
 		        p->wakes, at_end(p));
 	}
 	if (n > (long)rep->o->top)

@@ -241,7 +241,7 @@ static void draw_axis(FILE *f, const struct frame *fr, double y)
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
 		        "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">+%s</text>\n", x, y, x, y + 4, x, y + 16,
-		        rp_dur(d, sizeof(d), t));
+		        segfmt_duration(d, sizeof(d), t));
 	}
 }
 
@@ -295,10 +295,10 @@ static void draw_hist(FILE *f, const struct report *rep, double y0)
 
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#9467bd\">"
 		        "<title>%s and up: %" PRIu64 " runs</title></rect>\n", LEFT + (b - lo) * bw + 0.5,
-		        base - hgt, bw - 1 > 1 ? bw - 1 : 1, hgt, rp_dur(d, sizeof(d), from), bars[b]);
+		        base - hgt, bw - 1 > 1 ? bw - 1 : 1, hgt, segfmt_duration(d, sizeof(d), from), bars[b]);
 		if ((b - lo) % (nb > 24 ? 8 : 4) == 0)
 			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">%s</text>\n",
-			        LEFT + (b - lo) * bw, base + 14, rp_dur(d, sizeof(d), from));
+			        LEFT + (b - lo) * bw, base + 14, segfmt_duration(d, sizeof(d), from));
 	}
 	{
 		static const struct { const char *name; double q; } marks[] = {
@@ -311,7 +311,7 @@ static void draw_hist(FILE *f, const struct report *rep, double y0)
 			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
 			        "stroke-dasharray=\"3 3\"/><text x=\"%.1f\" y=\"%.1f\" class=\"tick\">%s %s"
 			        "</text>\n", x, y0, x, base, x + 3, y0 + 10 + 12.0 * (double)m, marks[m].name,
-			        rp_dur(d, sizeof(d), v));
+			        segfmt_duration(d, sizeof(d), v));
 		}
 	}
 	fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"lab2\">%" PRIu64 " runs; bars: four per power "
@@ -363,7 +363,7 @@ int report_svg(struct report *rep, const char *path)
 	fprintf(f, "</text>\n<text x=\"10\" y=\"40\" class=\"lab2\">");
 	if (rep->view_events)
 		fprintf(f, "from %s for %s, %" PRIu64 " records, %zu finding%s", rp_time(a, sizeof(a),
-		        fr.from), rp_dur(d, sizeof(d), fr.to - fr.from), rep->view_events,
+		        fr.from), segfmt_duration(d, sizeof(d), fr.to - fr.from), rep->view_events,
 		        report_find_count(rep), report_find_count(rep) == 1 ? "" : "s");
 	else
 		fputs("no data: no records match", f);

@@ -205,27 +205,6 @@ void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
 
 /* ---- formatting ---- */
 
-/* A duration, three significant decimals. */
-const char *rp_dur(char *buf, size_t len, uint64_t ns)
-{
-	if (ns < 1000u)
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
-	else if (ns < 1000000u)
-		snprintf(buf, len, "%" PRIu64 ".%03uus", ns / 1000, (unsigned)(ns % 1000));
-	else if (ns < 1000000000u)
-		snprintf(buf, len, "%" PRIu64 ".%03ums", ns / 1000000, (unsigned)(ns / 1000 % 1000));
-	else if (ns < 60 * 1000000000ull)
-		snprintf(buf, len, "%" PRIu64 ".%03us", ns / 1000000000u,
-		         (unsigned)(ns / 1000000 % 1000));
-	else if (ns < 3600 * 1000000000ull)
-		snprintf(buf, len, "%" PRIu64 "m%02us", ns / UINT64_C(60000000000),
-		         (unsigned)(ns / 1000000000u % 60));
-	else
-		snprintf(buf, len, "%" PRIu64 "h%02um", ns / UINT64_C(3600000000000),
-		         (unsigned)(ns / 60000000000ull % 60));
-	return buf;
-}
-
 /* Local wall-clock time with microseconds. */
 const char *rp_time(char *buf, size_t len, uint64_t real_ns)
 {

@@ -251,25 +251,6 @@ static void stats_problem_cb(const struct segread_problem *p, void *user)
 
 /* ---- formatting ---- */
 
-/* A duration as "12.345us", "1.500ms", "2.000s", "3m04s", "5h06m". */
-static const char *duration(char *buf, size_t len, uint64_t ns)
-{
-	if (ns < 1000000u)
-		snprintf(buf, len, "%" PRIu64 ".%03uus", ns / 1000, (unsigned)(ns % 1000));
-	else if (ns < 1000000000u)
-		snprintf(buf, len, "%" PRIu64 ".%03ums", ns / 1000000, (unsigned)(ns / 1000 % 1000));
-	else if (ns < 60 * 1000000000ull)
-		snprintf(buf, len, "%" PRIu64 ".%03us", ns / 1000000000u,
-		         (unsigned)(ns / 1000000 % 1000));
-	else if (ns < 3600 * 1000000000ull)
-		snprintf(buf, len, "%" PRIu64 "m%02us", ns / UINT64_C(60000000000),
-		         (unsigned)(ns / 1000000000u % 60));
-	else
-		snprintf(buf, len, "%" PRIu64 "h%02um", ns / UINT64_C(3600000000000),
-		         (unsigned)(ns / 60000000000ull % 60));
-	return buf;
-}
-
 /* A session's duration: start to end, or to its last record if open. */
 static uint64_t sess_duration(const struct sess_stats *e)
 {
@@ -330,31 +311,6 @@ static const char *loop_name(char *buf, size_t len, uint32_t loop)
 	return buf;
 }
 
-/* Segments in dir and their bytes. */
-static void dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *first,
-                      uint64_t *last)
-{
-	uint64_t *seqs;
-	size_t n;
-	char path[4096];
-	struct stat sb;
-
-	*segs = *bytes = *first = *last = 0;
-	if (seg_list(dir, &seqs, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		seg_path(path, sizeof(path), dir, seqs[i]);
-		if (stat(path, &sb) == 0)
-			*bytes += (uint64_t)sb.st_size;
-	}
-	*segs = n;
-	if (n) {
-		*first = seqs[0];
-		*last = seqs[n - 1];
-	}
-	free(seqs);
-}
-
 /* "812 KiB", "63.9 MiB", "1.0 GiB". */
 static const char *human_bytes(char *buf, size_t len, uint64_t n)
 {
@@ -375,7 +331,7 @@ static void text_heading(struct stats *st, const char *dir)
 	char a[48], b[48];
 
 	segfmt_init(&f, st->out, 0);
-	dir_usage(dir, &segs, &bytes, &first, &last);
+	seg_dir_usage(dir, &segs, &bytes, &first, &last);
 	fprintf(st->out, "%s: %zu session%s in %" PRIu64 " segment%s", dir, st->n,
 	        st->n == 1 ? "" : "s", segs, segs == 1 ? "" : "s");
 	if (segs)
@@ -408,7 +364,7 @@ static void text_sessions(struct stats *st)
 		fprintf(st->out, "%7" PRIu64 " %8" PRIu32 " %-16s %-26s %10s %12" PRIu64 " %10" PRIu64
 		        "  %-16s %s\n", e->id, e->have_start ? e->start.pid : 0, comm,
 		        e->have_start ? segfmt_time(&f, e->start_real, t, sizeof(t)) : "?",
-		        duration(d, sizeof(d), sess_duration(e)), e->events, e->dropped,
+		        segfmt_duration(d, sizeof(d), sess_duration(e)), e->events, e->dropped,
 		        e->ended ? segread_end_reason_name(e->end.reason, reason, sizeof(reason)) : "-",
 		        completeness(e));
 	}
@@ -461,7 +417,7 @@ static void json_out(struct stats *st, const char *dir)
 	uint64_t segs, bytes, first, last;
 	char kb[24], reason[24], comm[24];
 
-	dir_usage(dir, &segs, &bytes, &first, &last);
+	seg_dir_usage(dir, &segs, &bytes, &first, &last);
 	fprintf(st->out, "{\"type\":\"summary\",\"dir\":");
 	segfmt_json_string(st->out, dir, strlen(dir));
 	fprintf(st->out, ",\"sessions\":%zu,\"segments\":%" PRIu64 ",\"bytes\":%" PRIu64
