@@ -51,7 +51,7 @@ struct sring {
 	uint64_t start_dropped;
 	uint64_t last_dropped;
 	uint64_t last_ts;       /* ns of the last record drained */
-	uint64_t ts_floor;      /* no record of this ring is stamped earlier */
+	uint64_t ts_floor;      /* ns of the last record copied out (see ring_copy_out) */
 	uint32_t loop_id;
 	int      corrupt;
 	uint64_t touch_from;    /* first record index whose page we touch */
@@ -323,10 +323,6 @@ static int drop_block(struct session *s, uint32_t i, uint64_t count, uint32_t ca
 	return 0;
 }
 
-/* Drain ring i: records written before the first possible loss, the
- * DROP, then the rest, so the DROP sits where the loss happened.  A ring
- * cannot fill, and so cannot drop, before its head reaches the tail we
- * had published at the previous drain plus its capacity. */
 /* On the ring's first lap, have the worker fault its pages into our
  * mapping a quarter of a ring ahead of the producer, so that the drains
  * never wait for page faults (see worker.c).  A ring that is never used,
@@ -347,6 +343,10 @@ static void ring_touch_ahead(struct session *s, uint32_t i, uint64_t head)
 	sr->touch_next = want;
 }
 
+/* Drain ring i: records written before the first possible loss, the
+ * DROP, then the rest, so the DROP sits where the loss happened.  A ring
+ * cannot fill, and so cannot drop, before its head reaches the tail we
+ * had published at the previous drain plus its capacity. */
 static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
@@ -363,8 +363,6 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 		dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 		sr->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&r->state, __ATOMIC_RELAXED) == XTC_SHM_RING_BOUND)
-			ring_touch_ahead(s, i, head);
 	}
 	fault = shm_check_ring(head, dropped, sr->last_head, sr->last_dropped);
 	if (fault != SHM_RING_OK) {
@@ -372,6 +370,8 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		return;
 	}
 	sr->last_head = head;
+	if (!s->closing && __atomic_load_n(&r->state, __ATOMIC_RELAXED) == XTC_SHM_RING_BOUND)
+		ring_touch_ahead(s, i, head);
 	if (head - sr->read > cap) {
 		/* Overwritten before we read them: a flight-recorder ring
 		 * switched to drop-new while full. */
