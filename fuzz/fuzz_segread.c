@@ -11,14 +11,14 @@
  *   segread_run()       what xtcd --cat uses: segment 1 with a successor
  *                       (a bad tail is CORRUPT), segment 2 the newest
  *                       (TORN), sessions shared across both; every item
- *                       formatted as text and as JSON (lib/segfmt.c);
+ *                       formatted as text and as JSON (xtcd/read/print.c);
  *   segread_segment()   what xtcd --follow uses, SEGREAD_TAIL_QUIET, on a
  *                       copy of the file that grows in pieces, each call
  *                       resuming from the span's `next` as follow.c does.
  * Besides the sanitizers, it aborts when
  *   - a formatted line holds a byte outside printable ASCII, or an item
  *     prints other than exactly one line: untrusted strings must break
- *     neither a line nor a terminal (lib/segfmt.h);
+ *     neither a line nor a terminal (xtcd/read/print.h);
  *   - the follower, fed the file in pieces, delivers other items than
  *     one read of the whole file: a record twice, or one lost;
  *   - the follower, once the whole file is there, finds more on a
@@ -35,9 +35,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "seg.h"
-#include "segfmt.h"
-#include "segread.h"
+#include "lib/seg/seg.h"
+#include "xtcd/read/print.h"
+#include "lib/seg/segread.h"
 
 #define FILE_HDR ((off_t)sizeof(struct xtc_seg_file_hdr))
 
@@ -125,10 +125,10 @@ static void run_scan(void)
 	close(fd);
 }
 
-/* ---- segread_run + segfmt: the --cat path ---- */
+/* ---- segread_run + print: the --cat path ---- */
 
 struct fmt_run {
-	struct segfmt text, json;
+	struct printer text, json;
 	uint64_t lines;          /* lines the items must have printed */
 };
 
@@ -136,7 +136,7 @@ static int fmt_item_cb(const struct segread_item *it, void *user)
 {
 	struct fmt_run *f = user;
 
-	if (segfmt_item(&f->text, it) < 0 || segfmt_item(&f->json, it) < 0)
+	if (print_item(&f->text, it) < 0 || print_item(&f->json, it) < 0)
 		abort();
 	if (it->type != SEGREAD_SEGMENT_BEGIN)
 		f->lines++;
@@ -177,8 +177,8 @@ static void run_cat(void)
 
 	if (!t || !j)
 		abort();
-	segfmt_init(&f.text, t, 0);
-	segfmt_init(&f.json, j, 1);
+	print_init(&f.text, t, 0);
+	print_init(&f.json, j, 1);
 	f.lines = 0;
 	if (segread_open(&r, dir_all, fmt_item_cb, problem_cb, &f) < 0)
 		abort();

@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
 #include "xtcd/xtcd.h"
 #include "xtcd_stubs.h"

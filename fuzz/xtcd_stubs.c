@@ -25,7 +25,7 @@
 
 #include <sanitizer/asan_interface.h>
 
-#include "seg.h"
+#include "lib/seg/seg.h"
 #include "xtcd/xtcd.h"
 #include "xtcd_stubs.h"
 
@@ -71,23 +71,6 @@ void xlog(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-/* The clocks are real: session.c stamps with them. */
-uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-uint64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* A SESSION_START carries these settings. */

@@ -1,7 +1,7 @@
 /*
  * lib/dump.c - writing the buffered records out: the XTCL v3 dump
  * (xtc_tail_dump) and the dial9 trace format (xtc_tail_dump_dial9,
- * xtc_tail_spill_dial9).  The encoders themselves are in lib/trace_enc.c,
+ * xtc_tail_spill_dial9).  The encoders themselves are in lib/common/trace_enc.c,
  * shared with xtcd --export.
  *
  * Every writer first copies the buffered records through the public
@@ -22,7 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "trace_enc.h"
+#include "lib/common/clock.h"
+#include "lib/common/trace_enc.h"
 #include "xtc_tail.h"
 
 /* ---------------------------------------------------------------------
@@ -180,15 +181,6 @@ XTC_API int xtc_tail_dump_dial9(int fd)
 	return dump_as(fd, &d9_format);
 }
 
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* Create a new xtc-tail-<pid>-<ns>.d9 in dfd, its name in name.  O_EXCL
  * never reuses a file; a name taken in the same nanosecond is retried

@@ -28,7 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "lib/common/clock.h"
 #include "tail_int.h"
 
 #undef xtc_tail_emit

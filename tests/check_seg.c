@@ -1,6 +1,6 @@
 /*
- * tests/check_seg.c - the segment codec (lib/seg.c) and the directory
- * reader (lib/segread.c).
+ * tests/check_seg.c - the segment codec (lib/seg/seg.c) and the directory
+ * reader (lib/seg/segread.c).
  *
  * Buffers handed to decoders are malloc'ed at their exact size, so an
  * ASan build (./configure --enable-sanitizers) turns any read past the
@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "seg.h"
-#include "segread.h"
+#include "lib/seg/seg.h"
+#include "lib/seg/segread.h"
 
 /* ---- helpers ---- */
 

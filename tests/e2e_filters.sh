@@ -3,7 +3,7 @@
 # a recorded fixture with known answers: loadgen 3 loops x 1000 events, the
 # demo's event mix, and an overloaded session with drops.  Each filter's
 # output must be exactly the lines of the unfiltered --cat that the rules
-# in xtcd/filter.h select, in order; the loadgen session's counts are known
+# in xtcd/read/filter.h select, in order; the loadgen session's counts are known
 # outright.  Bad filter values are one line on stderr and exit 2.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
 DEMO=${DEMO:-$top_builddir/examples/xtc-demo}
@@ -70,7 +70,7 @@ def t_of(r):
 
 last_t = max(max(t) if isinstance(t, tuple) else t for t in map(t_of, recs) if t is not None)
 
-# The rules of xtcd/filter.h, written out independently.
+# The rules of xtcd/read/filter.h, written out independently.
 def select(session=None, pid=None, loop=None, kinds=None, since=None, until=None):
     def sess_ok(sid):
         return (session is None or sid == session) and (pid is None or pid_of.get(sid) == pid)

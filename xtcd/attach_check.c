@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "proto/xtc_shm.h"
-#include "attach_check.h"
+#include "xtcd/attach_check.h"
 
 /* What is wrong with a hello message of n bytes (or -errno), or NULL. */
 static const char *hello_problem(const struct xtc_msg_hello *h, ssize_t n, int nfds, int *err)

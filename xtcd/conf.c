@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "conf.h"
+#include "xtcd/conf.h"
 #include "proto/xtc_attach.h"
 
 #ifndef XTCD_CONF_PATH

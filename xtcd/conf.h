@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "xtcd.h"
+#include "xtcd/xtcd.h"
 
 #define CONF_NO_QUOTA UINT64_MAX
 

@@ -17,12 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
-#include "conf.h"
-#include "report.h"
-#include "status.h"
-#include "view.h"
-#include "xtcd.h"
+#include "xtcd/conf.h"
+#include "xtcd/report/report.h"
+#include "xtcd/status.h"
+#include "xtcd/read/view.h"
+#include "xtcd/xtcd.h"
 
 /* The settings in force: the command line's while it is parsed, then
  * conf_build()'s merge of the defaults, the file and those flags. */
@@ -48,22 +49,6 @@ void xlog(const char *fmt, ...)
 	fputc('\n', stderr);
 	funlockfile(stderr);
 	errno = saved;
-}
-
-uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-uint64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* "64M" -> 67108864.  K, M, G, T suffixes are powers of 1024. */

@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "proto/xtc_attach.h"
-#include "attach_check.h"
-#include "conf.h"
-#include "status.h"
-#include "xtcd.h"
+#include "xtcd/attach_check.h"
+#include "xtcd/conf.h"
+#include "xtcd/status.h"
+#include "xtcd/xtcd.h"
 
 #define MAX_FDS 8 /* room to see (and refuse) a client sending several */
 

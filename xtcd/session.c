@@ -31,11 +31,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
-#include "seg.h"
-#include "shm_check.h"
-#include "xtcd.h"
+#include "lib/seg/seg.h"
+#include "xtcd/shm_check.h"
+#include "xtcd/xtcd.h"
 
 #define BATCH        2048u          /* records per EVENTS block */
 #define NBUF_WAIT    16             /* writes to wait for a start record */

@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include "shm_check.h"
+#include "xtcd/shm_check.h"
 
 /* Check a header copy against everything we can compute. */
 const char *shm_check_header(const struct xtc_shm_hdr *h, uint64_t size)

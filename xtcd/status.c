@@ -20,10 +20,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "conf.h"
+#include "lib/common/clock.h"
+#include "xtcd/conf.h"
 #include "proto/xtc_attach.h"
-#include "status.h"
-#include "xtcd.h"
+#include "xtcd/status.h"
+#include "xtcd/xtcd.h"
 
 #define STATUS_TIMEOUT  5.0  /* seconds a status client has to read it all */
 #define STATUS_MAX_CONN 16   /* status connections served at once */

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "proto/xtc_attach.h"
-#include "segfmt.h"
-#include "status.h"
+#include "xtcd/read/print.h"
+#include "xtcd/status.h"
 #include "xtc_tail.h"
 
 #define CLIENT_TIMEOUT_MS 5000
@@ -310,7 +310,7 @@ static void print_json_session(FILE *out, const struct xtc_msg_status_session *s
 	json_u64(out, "uid", s->uid, 1);
 	json_u64(out, "gid", s->gid, 1);
 	fputs("\"comm\":", out);
-	segfmt_json_string(out, s->comm, strlen(s->comm));
+	print_json_string(out, s->comm, strlen(s->comm));
 	fputc(',', out);
 	json_u64(out, "uptime_ns", s->uptime_ns, 1);
 	json_u64(out, "events_per_s", s->events_per_s, 1);
@@ -347,14 +347,14 @@ static void print_json(FILE *out, const struct answer *a)
 	const struct xtc_msg_status *d = &a->d;
 
 	fputs("{\"version\":", out);
-	segfmt_json_string(out, d->version, strlen(d->version));
+	print_json_string(out, d->version, strlen(d->version));
 	fputc(',', out);
 	json_u64(out, "pid", d->pid, 1);
 	json_u64(out, "uptime_ns", d->uptime_ns, 1);
 	fputs("\"io\":", out);
-	segfmt_json_string(out, d->io, strlen(d->io));
+	print_json_string(out, d->io, strlen(d->io));
 	fprintf(out, ",\"io_uring\":%s,\"dir\":", d->flags & 1 ? "true" : "false");
-	segfmt_json_string(out, d->dir, strlen(d->dir));
+	print_json_string(out, d->dir, strlen(d->dir));
 	fputc(',', out);
 	json_u64(out, "drain_ms", d->drain_ms, 1);
 	json_u64(out, "segments", d->segments, 1);

@@ -46,9 +46,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "conf.h"
-#include "seg.h"
-#include "xtcd.h"
+#include "lib/common/clock.h"
+#include "xtcd/conf.h"
+#include "lib/seg/seg.h"
+#include "lib/seg/segread.h"
+#include "xtcd/xtcd.h"
 
 #define BUF_SIZE   (1u << 20)
 #define NBUF       8

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xtcd.h"
+#include "xtcd/xtcd.h"
 
 #define QCAP 64
 

@@ -1,16 +1,13 @@
 /*
- * xtcd/xtcd.h - the daemon's modules and what they share.
+ * xtcd/xtcd.h - the daemon's modules and what they share.  The reading
+ * modes live in read/ (read.h) and the report in report/ (report.h): they
+ * never include this file.
  *
  *   main.c     command line, init chain, signals, teardown
  *   server.c   the attach socket: accept, validate, map, hand over
  *   session.c  one attached producer: drain its rings, account, end
  *   store.c    segments on disk: blocks, io_uring/pwrite, rotation, budget
- *   cat.c      xtcd --cat: print what the segments hold
- *   follow.c   xtcd --follow: print records as they are written
- *   export.c   xtcd --export: Chrome trace JSON, dial9, XTCL
- *   stats.c    xtcd --stats: per session and loop summary
- *   filter.c   --session/--pid/--loop/--kind/--since/--until
- *   view.c     filter, format and colour the lines --cat/--follow print
+ *   worker.c   a thread for fdatasync and for faulting rings in
  *   conf.c     the configuration file, its merge with the command line
  *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
  *   status_client.c  xtcd --status: ask the daemon and print
@@ -25,7 +22,6 @@
 
 #include "proto/xtc_seg.h"
 #include "proto/xtc_shm.h"
-#include "filter.h"
 
 enum sync_policy {
 	SYNC_NEVER  = 0,
@@ -63,8 +59,6 @@ extern struct config cfg;
 
 /* main.c */
 void xlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t mono_ns(void);
-uint64_t real_ns(void);
 int  parse_size(const char *s, uint64_t *out);
 const char *settings_text(void);
 
@@ -134,22 +128,6 @@ void server_stop_accepting(void);
 void server_fini(void);
 /* The path of the socket xtcd listens on (systemd's, when it passed one). */
 const char *server_path(void);
-
-/* What a reading mode (--cat, --follow, --export, --stats) was asked for. */
-struct read_opts {
-	int           json;
-	int           color;   /* enum view_color (view.h) */
-	long long     lines;   /* --follow -n: records shown first; -1 all */
-	struct filter filter;
-};
-
-/* The reading modes: each returns the process exit code. */
-int xtcd_cat(const char *dir, const struct read_opts *o, FILE *out);
-int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out);
-int xtcd_export(const char *format, const char *dir, const struct read_opts *o, FILE *out);
-int xtcd_stats(const char *dir, const struct read_opts *o, FILE *out);
-/* Whether --export knows this format (chrome, dial9, xtcl). */
-int export_format_valid(const char *format);
 
 extern struct ev_loop *xtcd_loop;
 

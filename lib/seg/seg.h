@@ -1,0 +1,81 @@
+/*
+ * lib/seg/seg.h - encoding and decoding of the on-disk segment format
+ * (proto/xtc_seg.h).  Internal: linked into xtcd, the readers and the
+ * tests through libxtcseg.la, never installed.
+ */
+#ifndef XTC_LIB_SEG_H
+#define XTC_LIB_SEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xtc_tail.h"
+#include "proto/xtc_seg.h"
+
+/* CRC-32C (Castagnoli), as every block and file header carries. Start
+ * with crc = 0. */
+uint32_t seg_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* LEB128.  put returns bytes written (1..10); get returns bytes read or 0
+ * when the varint is truncated or longer than 10 bytes. */
+size_t seg_varint_put(uint8_t *out, uint64_t v);
+size_t seg_varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v);
+
+/* The "previous record" state of an EVENTS body (see proto/xtc_seg.h). */
+struct seg_codec {
+	uint64_t ts;
+	uint32_t loop_id;
+	uint32_t local_id;
+	uint64_t gen;
+	uint64_t detail;
+};
+
+#define SEG_MAX_REC_BYTES 64 /* an encoded record never takes more */
+
+/* Start a body: previous ts = first_ts_ns, pid = {loop_id, 0, 0}. */
+void seg_codec_begin(struct seg_codec *c, uint32_t loop_id, uint64_t first_ts_ns);
+
+/* Encode one record (ts_ns in nanoseconds) at out, which has room for
+ * SEG_MAX_REC_BYTES.  Returns bytes written. */
+size_t seg_encode_rec(struct seg_codec *c, uint8_t *out, const xtc_tail_rec_t *r);
+
+/* Decode one record from [p, end).  Returns bytes consumed, or 0 when the
+ * record is truncated or malformed. */
+size_t seg_decode_rec(struct seg_codec *c, const uint8_t *p, const uint8_t *end,
+                      xtc_tail_rec_t *r);
+
+/* Fill in a block header for `len` payload bytes that follow it in memory
+ * and compute its CRC. */
+void seg_blk_seal(struct xtc_seg_blk_hdr *h, uint16_t type, uint16_t flags, uint32_t len);
+
+/* Check a block whose header and `len` payload bytes are in memory:
+ * 0 when valid, -EBADMSG when the CRC or type is wrong. */
+int seg_blk_verify(const struct xtc_seg_blk_hdr *h);
+
+/* Build a file header (computes its CRC). */
+void seg_file_hdr_init(struct xtc_seg_file_hdr *h, uint64_t seq, uint64_t next_session_id,
+                       uint64_t real_ns, uint64_t mono_ns, const uint8_t boot_id[16],
+                       const char *host);
+
+/* 0 when the header's magic, version, size and CRC are right, -EBADMSG
+ * otherwise. */
+int seg_file_hdr_check(const struct xtc_seg_file_hdr *h);
+
+/* "DIR/xtc-000042.seg" into buf.  Returns snprintf's result. */
+int seg_path(char *buf, size_t len, const char *dir, uint64_t seq);
+
+/* Parse a directory entry name "xtc-<digits>.seg".  Returns 1 and sets
+ * *seq when it is one, 0 otherwise. */
+int seg_name_parse(const char *name, uint64_t *seq);
+
+/* The segment numbers present in dir, sorted ascending, in a malloc'ed
+ * array (*out, *n).  Returns 0 or -errno. */
+int seg_list(const char *dir, uint64_t **out, size_t *n);
+
+/* How many segments dir holds, their bytes, and the first and last
+ * segment numbers (all 0 when there is none).  Returns 0 or -errno. */
+int seg_dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *first,
+                  uint64_t *last);
+
+#endif /* XTC_LIB_SEG_H */

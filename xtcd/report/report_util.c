@@ -1,0 +1,265 @@
+/*
+ * xtcd/report/report_util.c - the small tools of xtcd --report: a hash map, a
+ * log-linear histogram, time and number formatting.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "xtcd/report/report_int.h"
+
+/* ---- hash map ---- */
+
+/* Mix a 3-word key into a slot number. */
+static size_t key_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c * 0x165667b19e3779f9ull;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 29;
+	return (size_t)x;
+}
+
+/* The slot holding (a, b, c), or the empty one where it would go. */
+static size_t map_probe(const struct rp_map *m, uint64_t a, uint64_t b, uint64_t c)
+{
+	size_t mask = m->cap - 1, i = key_hash(a, b, c) & mask;
+
+	while (m->vals[i] != RP_NONE) {
+		const uint64_t *k = &m->keys[3 * i];
+
+		if (k[0] == a && k[1] == b && k[2] == c)
+			break;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+/* Double the map; 0 or -ENOMEM. */
+static int map_grow(struct rp_map *m)
+{
+	struct rp_map nm = { .cap = m->cap ? m->cap * 2 : 1024, .n = m->n };
+
+	nm.keys = malloc(nm.cap * 3 * sizeof(*nm.keys));
+	nm.vals = malloc(nm.cap * sizeof(*nm.vals));
+	if (!nm.keys || !nm.vals) {
+		free(nm.keys);
+		free(nm.vals);
+		return -ENOMEM;
+	}
+	memset(nm.vals, 0xff, nm.cap * sizeof(*nm.vals));
+	for (size_t i = 0; i < m->cap; i++) {
+		const uint64_t *k = &m->keys[3 * i];
+		size_t j;
+
+		if (m->vals[i] == RP_NONE)
+			continue;
+		j = map_probe(&nm, k[0], k[1], k[2]);
+		memcpy(&nm.keys[3 * j], k, 3 * sizeof(*k));
+		nm.vals[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	*m = nm;
+	return 0;
+}
+
+/* Look up (and with insert, add) a key. */
+uint32_t *rp_map_get(struct rp_map *m, uint64_t a, uint64_t b, uint64_t c, int insert)
+{
+	size_t i;
+
+	if (m->cap == 0) {
+		if (!insert || map_grow(m) < 0)
+			return NULL;
+	}
+	i = map_probe(m, a, b, c);
+	if (m->vals[i] != RP_NONE)
+		return &m->vals[i];
+	if (!insert)
+		return NULL;
+	if ((m->n + 1) * 4 > m->cap * 3) {
+		if (map_grow(m) < 0)
+			return NULL;
+		i = map_probe(m, a, b, c);
+	}
+	m->keys[3 * i] = a;
+	m->keys[3 * i + 1] = b;
+	m->keys[3 * i + 2] = c;
+	m->n++;
+	return &m->vals[i];
+}
+
+/* Free a map's tables. */
+void rp_map_free(struct rp_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Grow an array to hold need elements. */
+int rp_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = pp;
+	size_t ncap;
+	void *np;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 8;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- histogram ---- */
+
+/* Exact below RP_HIST_SUB; above, 32 linear buckets per power of two. */
+unsigned rp_hist_index(uint64_t v)
+{
+	unsigned e;
+
+	if (v < RP_HIST_SUB)
+		return (unsigned)v;
+	e = 63u - (unsigned)__builtin_clzll(v);          /* >= 5 */
+	return RP_HIST_SUB + (e - 5) * RP_HIST_SUB + (unsigned)((v >> (e - 5)) & (RP_HIST_SUB - 1));
+}
+
+/* The lowest value that lands in bucket i. */
+uint64_t rp_hist_low(unsigned i)
+{
+	unsigned e, sub;
+
+	if (i < RP_HIST_SUB)
+		return i;
+	e = (i - RP_HIST_SUB) / RP_HIST_SUB + 5;
+	sub = (i - RP_HIST_SUB) % RP_HIST_SUB;
+	return (uint64_t)(RP_HIST_SUB + sub) << (e - 5);
+}
+
+/* Count one value. */
+void rp_hist_add(struct rp_hist *h, uint64_t v)
+{
+	if (h->n == 0 || v < h->min)
+		h->min = v;
+	if (v > h->max)
+		h->max = v;
+	h->n++;
+	h->sum += v;
+	h->b[rp_hist_index(v)]++;
+}
+
+/* The value at quantile q: the top of the bucket holding it. */
+uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
+{
+	uint64_t want, seen = 0;
+
+	if (h->n == 0)
+		return 0;
+	if (q >= 1.0)
+		return h->max;
+	want = (uint64_t)(q * (double)h->n);
+	if ((double)want < q * (double)h->n)
+		want++;
+	if (want == 0)
+		want = 1;
+	for (unsigned i = 0; i < RP_HIST_N; i++) {
+		seen += h->b[i];
+		if (seen >= want) {
+			uint64_t top = i + 1 < RP_HIST_N ? rp_hist_low(i + 1) - 1 : UINT64_MAX;
+
+			return top < h->max ? (top > h->min ? top : h->min) : h->max;
+		}
+	}
+	return h->max;
+}
+
+/* Add src's counts to dst. */
+void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
+{
+	if (src->n == 0)
+		return;
+	if (dst->n == 0 || src->min < dst->min)
+		dst->min = src->min;
+	if (src->max > dst->max)
+		dst->max = src->max;
+	dst->n += src->n;
+	dst->sum += src->sum;
+	for (unsigned i = 0; i < RP_HIST_N; i++)
+		dst->b[i] += src->b[i];
+}
+
+/* ---- formatting ---- */
+
+/* Local wall-clock time with microseconds. */
+const char *rp_time(char *buf, size_t len, uint64_t real_ns)
+{
+	time_t sec = (time_t)(real_ns / 1000000000u);
+	struct tm tm;
+	char day[32];
+
+	if (!localtime_r(&sec, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(day, sizeof(day), "@%lld", (long long)sec);
+	snprintf(buf, len, "%s.%06u", day, (unsigned)(real_ns % 1000000000u / 1000u));
+	return buf;
+}
+
+/* The time of day part of rp_time(). */
+const char *rp_clock(char *buf, size_t len, uint64_t real_ns)
+{
+	char full[64];
+	const char *sp;
+
+	rp_time(full, sizeof(full), real_ns);
+	sp = strchr(full, ' ');
+	snprintf(buf, len, "%s", sp ? sp + 1 : full);
+	return buf;
+}
+
+/* A loop id, "-" for none. */
+const char *rp_loop_name(char *buf, size_t len, uint32_t loop)
+{
+	if (loop == XTC_TAIL_LOOP_NONE)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%" PRIu32, loop);
+	return buf;
+}
+
+/* A loop for JSON: -1 for none. */
+long long rp_loop_json(uint32_t loop)
+{
+	return loop == XTC_TAIL_LOOP_NONE ? -1 : (long long)loop;
+}
+
+/* loop.local.gen, "-" for a loop of none. */
+const char *rp_pid_name(char *buf, size_t len, const xtc_pid_t *pid)
+{
+	char l[16];
+
+	snprintf(buf, len, "%s.%" PRIu32 ".%" PRIu64, rp_loop_name(l, sizeof(l), pid->loop_id),
+	         pid->local_id, pid->gen);
+	return buf;
+}
+
+/* A kind's name. */
+const char *rp_kind(uint32_t kind)
+{
+	static char other[24];
+
+	return segread_kind_name(kind, other, sizeof(other));
+}
