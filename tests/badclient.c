@@ -28,6 +28,15 @@
  *                 MS ms (default 200); then a valid client must be accepted
  *   flood [N]     N connections (default 200) that each send a valid hello
  *                 and close at once; then a valid client must be accepted
+ * Clients that spend little and cost xtcd or a reader much (the test
+ * around them checks what happened to everyone else):
+ *   farapart      two records 1.8e19 ns apart (MONO_NS), then goodbye
+ *   idle [N [MS]] N idle sessions (default 1000) held MS ms (default 10000);
+ *                 every attach must be answered
+ *   heads [MS [RINGS [CAP]]]  a session that writes no record but keeps its
+ *                 heads a whole ring ahead of the tail, for MS ms
+ *   churn [N]     N short sessions (default 10000), one after another
+ *   statushog [N [MS]]  N status requests (default 16) never read, held MS ms
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -70,6 +79,7 @@ struct seg {
 	int      fd;
 	uint8_t *map;
 	uint64_t size;
+	uint32_t rings, cap;
 };
 
 /* What the daemon said. */
@@ -169,19 +179,22 @@ static void header_init(struct xtc_shm_hdr *h, uint32_t rings, uint32_t records,
 	h->producer_state = XTC_SHM_PRODUCER_ACTIVE;
 }
 
-/* Ring i of a segment of RINGS x CAPACITY. */
+/* Ring i of segment sg. */
 static struct xtc_shm_ring *seg_ring(const struct seg *sg, uint32_t i)
 {
-	return (struct xtc_shm_ring *)(sg->map + XTC_SHM_HDR_SIZE + i * xtc_shm_ring_stride(CAPACITY));
+	return (struct xtc_shm_ring *)(sg->map + XTC_SHM_HDR_SIZE +
+	                               (uint64_t)i * xtc_shm_ring_stride(sg->cap));
 }
 
-/* Create a correct segment of RINGS x CAPACITY, sealed with `seals` (0:
- * left unsealed); ring 0 bound to loop 7 as xtc_tail_loop_bind would. */
-static void seg_create(struct seg *sg, int seals)
+/* Create a correct segment of rings x cap records, sealed with `seals`
+ * (0: left unsealed); ring 0 bound to loop 7 as xtc_tail_loop_bind would. */
+static void seg_create_sized(struct seg *sg, int seals, uint32_t rings, uint32_t cap)
 {
 	struct xtc_shm_ring *r;
 
-	sg->size = xtc_shm_segment_size(RINGS, CAPACITY);
+	sg->rings = rings;
+	sg->cap = cap;
+	sg->size = xtc_shm_segment_size(rings, cap);
 	sg->fd = memfd_create("xtc-badclient", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sg->fd < 0)
 		die("memfd_create");
@@ -190,8 +203,8 @@ static void seg_create(struct seg *sg, int seals)
 	sg->map = mmap(NULL, sg->size, PROT_READ | PROT_WRITE, MAP_SHARED, sg->fd, 0);
 	if (sg->map == MAP_FAILED)
 		die("mmap");
-	header_init((struct xtc_shm_hdr *)sg->map, RINGS, CAPACITY, sg->size);
-	for (uint32_t i = 0; i < RINGS; i++)
+	header_init((struct xtc_shm_hdr *)sg->map, rings, cap, sg->size);
+	for (uint32_t i = 0; i < rings; i++)
 		seg_ring(sg, i)->loop_id = LOOP_NONE;
 	r = seg_ring(sg, 0);
 	r->loop_id = 7;
@@ -202,26 +215,36 @@ static void seg_create(struct seg *sg, int seals)
 		die("F_ADD_SEALS");
 }
 
-/* Publish n records on ring 0 the way xtc_tail_emit does; detail counts
- * on from the current head. */
-static void seg_emit(struct seg *sg, unsigned n)
+/* A correct segment of RINGS x CAPACITY. */
+static void seg_create(struct seg *sg, int seals)
+{
+	seg_create_sized(sg, seals, RINGS, CAPACITY);
+}
+
+/* Publish one record stamped ts on ring 0 the way xtc_tail_emit does;
+ * detail counts on from the current head. */
+static void seg_emit_at(struct seg *sg, uint64_t ts)
 {
 	struct xtc_shm_ring *r = seg_ring(sg, 0);
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	struct xtc_shm_rec *rec = &r->recs[head & (sg->cap - 1)];
 
-	for (unsigned k = 0; k < n; k++) {
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-		struct xtc_shm_rec *rec = &r->recs[head & (CAPACITY - 1)];
+	__atomic_store_n(&r->claim, head + 1, __ATOMIC_RELAXED);
+	rec->ts = ts;
+	rec->source = 1; /* XTC_TAIL_SCHED */
+	rec->kind = 3;   /* XTC_TAIL_RUN */
+	rec->loop_id = 7;
+	rec->local_id = 1;
+	rec->gen = head;
+	rec->detail = head;
+	__atomic_store_n(&r->head, head + 1, __ATOMIC_RELEASE);
+}
 
-		__atomic_store_n(&r->claim, head + 1, __ATOMIC_RELAXED);
-		rec->ts = mono_ns();
-		rec->source = 1; /* XTC_TAIL_SCHED */
-		rec->kind = 3;   /* XTC_TAIL_RUN */
-		rec->loop_id = 7;
-		rec->local_id = 1;
-		rec->gen = head;
-		rec->detail = head;
-		__atomic_store_n(&r->head, head + 1, __ATOMIC_RELEASE);
-	}
+/* Publish n records on ring 0, stamped now. */
+static void seg_emit(struct seg *sg, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		seg_emit_at(sg, mono_ns());
 }
 
 /* Wait until xtcd has published ring 0's tail up to its head. */
@@ -942,6 +965,206 @@ static int case_flood(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------
+ * Clients that cost xtcd (or a reader) much while spending little
+ */
+
+/* Two records on ring 0 whose timestamps (MONO_NS, which a producer may
+ * set to anything) lie 1.8e19 ns apart, placed so that their wall times
+ * (real - mono + ts) span as much as they can without wrapping: 1e12 ns
+ * and 1.8e19 ns after 1970.  Then goodbye. */
+static int case_farapart(int argc, char **argv)
+{
+	uint64_t lo = 1000000000000ull - (real_ns() - mono_ns());
+	uint64_t ts[] = { lo, lo + 18000000000000000000ull };
+	struct seg sg;
+	struct answer a;
+	int fd;
+
+	(void)argc; (void)argv;
+	seg_sealed(&sg);
+	fd = attach(&sg, &a);
+	if (a.kind != ANS_ACCEPT) {
+		answer_print(&a);
+		return EXIT_WRONG;
+	}
+	for (unsigned k = 0; k < 2; k++)
+		seg_emit_at(&sg, ts[k]);
+	if (seg_wait_drained(&sg, 3000) < 0) {
+		printf("accepted session %" PRIu64 ", but its 2 records were not drained\n", a.session_id);
+		return EXIT_WRONG;
+	}
+	send_goodbye(fd);
+	printf("session %" PRIu64 ": 2 records 1.8e19 ns apart; goodbye; %s\n", a.session_id,
+	       wait_closed(fd, CLOSE_MS) >= 0 ? "closed" : "not closed");
+	seg_destroy(&sg);
+	return EXIT_OK;
+}
+
+/* Attach n idle sessions (one small segment each) from this process;
+ * count the accepted and the refused (keeping one refusal's reason).
+ * Their connections go to fds[], -1 for the refused. */
+static unsigned attach_many(struct seg *sgs, int *fds, unsigned n, unsigned *refused, char *why,
+                            size_t why_len)
+{
+	unsigned accepted = 0;
+
+	*refused = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct answer a;
+
+		seg_sealed(&sgs[i]);
+		fds[i] = attach(&sgs[i], &a);
+		if (a.kind == ANS_ACCEPT) {
+			accepted++;
+			continue;
+		}
+		if (a.kind == ANS_REFUSE && (*refused)++ == 0)
+			snprintf(why, why_len, "%s", a.reason);
+		close(fds[i]);
+		fds[i] = -1;
+		seg_destroy(&sgs[i]);
+	}
+	return accepted;
+}
+
+/* argv[0] idle sessions (default 1000) held argv[1] ms (default 10000),
+ * then goodbye to each.  Every attach must be answered (accepted, or
+ * refused with a reason). */
+static int case_idle(int argc, char **argv)
+{
+	unsigned n = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 1000;
+	unsigned hold = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 10000;
+	struct seg *sgs = calloc(n ? n : 1, sizeof *sgs);
+	int *fds = calloc(n ? n : 1, sizeof *fds);
+	unsigned accepted, refused, closed = 0;
+	char why[sizeof(((struct xtc_msg_refuse *)0)->reason)] = "";
+
+	if (sgs == NULL || fds == NULL)
+		die("calloc");
+	raise_nofile(2 * n);
+	accepted = attach_many(sgs, fds, n, &refused, why, sizeof why);
+	printf("%u of %u idle sessions accepted, %u refused%s%s%s", accepted, n, refused,
+	       refused ? " (\"" : "", why, refused ? "\")" : "");
+	sleep_ms(hold);
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			send_goodbye(fds[i]);
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			closed += wait_closed(fds[i], CLOSE_MS) >= 0;
+			close(fds[i]);
+			seg_destroy(&sgs[i]);
+		}
+	printf("; held %u ms; goodbye: %u closed\n", hold, closed);
+	free(sgs);
+	free(fds);
+	return accepted + refused == n && closed == accepted ? EXIT_OK : EXIT_WRONG;
+}
+
+/* For argv[0] ms (default 3000): a session of argv[1] rings (default 8)
+ * of argv[2] records (default 262144) that writes no record but keeps
+ * every ring's head a whole ring ahead of the tail xtcd published, as
+ * if it emitted flat out.  Then goodbye. */
+static int case_heads(int argc, char **argv)
+{
+	unsigned ms = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 3000;
+	uint32_t rings = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 8;
+	uint32_t cap = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 262144;
+	uint64_t t0, moved = 0;
+	struct seg sg;
+	struct answer a;
+	int fd;
+
+	seg_create_sized(&sg, SEALS, rings, cap);
+	for (uint32_t i = 0; i < rings; i++) {
+		struct xtc_shm_ring *r = seg_ring(&sg, i);
+
+		r->loop_id = 100 + i;
+		__atomic_store_n(&r->state, XTC_SHM_RING_BOUND, __ATOMIC_RELEASE);
+	}
+	fd = attach(&sg, &a);
+	if (a.kind != ANS_ACCEPT) {
+		answer_print(&a);
+		return EXIT_WRONG;
+	}
+	for (t0 = mono_ns(); mono_ns() - t0 < (uint64_t)ms * 1000000u;) {
+		for (uint32_t i = 0; i < rings; i++) {
+			struct xtc_shm_ring *r = seg_ring(&sg, i);
+			uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+			uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+
+			if (tail + cap > head) {
+				moved += tail + cap - head;
+				__atomic_store_n(&r->claim, tail + cap, __ATOMIC_RELAXED);
+				__atomic_store_n(&r->head, tail + cap, __ATOMIC_RELEASE);
+			}
+		}
+		sleep_ms(1);
+	}
+	send_goodbye(fd);
+	printf("session %" PRIu64 ": %u rings x %u records, moved its heads by %" PRIu64
+	       " records in %u ms without writing one; goodbye; %s\n", a.session_id, rings, cap, moved,
+	       ms, wait_closed(fd, 30000) >= 0 ? "closed" : "not closed within 30 s");
+	seg_destroy(&sg);
+	return EXIT_OK;
+}
+
+/* argv[0] short sessions (default 10000), one after another, each its own
+ * segment: attach, one record, goodbye, and gone without waiting. */
+static int case_churn(int argc, char **argv)
+{
+	unsigned n = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 10000, accepted = 0;
+	uint64_t t0 = mono_ns();
+
+	for (unsigned i = 0; i < n; i++) {
+		struct seg sg;
+		struct answer a;
+		int fd;
+
+		seg_sealed(&sg);
+		fd = attach(&sg, &a);
+		if (a.kind == ANS_ACCEPT) {
+			accepted++;
+			seg_emit(&sg, 1);
+			send_goodbye(fd);
+		}
+		close(fd);
+		seg_destroy(&sg);
+	}
+	printf("%u of %u short sessions accepted in %.2f s\n", accepted, n,
+	       (double)(mono_ns() - t0) / 1e9);
+	return accepted == n ? EXIT_OK : EXIT_WRONG;
+}
+
+/* argv[0] status requests (default 16) that never read the answer, held
+ * argv[1] ms (default 5000). */
+static int case_statushog(int argc, char **argv)
+{
+	unsigned n = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 16;
+	unsigned hold = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 5000, sent = 0;
+	int *fds = calloc(n ? n : 1, sizeof *fds);
+	struct xtc_msg_status_req r;
+
+	if (fds == NULL)
+		die("calloc");
+	memset(&r, 0, sizeof r);
+	xtc_msg_init(&r.hdr, XTC_MSG_STATUS_REQ, sizeof r);
+	for (unsigned i = 0; i < n; i++) {
+		int rcv = 4096;
+
+		fds[i] = conn_open_or_exit();
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+		sent += conn_send(fds[i], &r, sizeof r, NULL, 0) == 0;
+	}
+	printf("%u status requests sent, never read; holding them %u ms\n", sent, hold);
+	sleep_ms(hold);
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	return sent == n ? EXIT_OK : EXIT_WRONG;
+}
+
+/* ---------------------------------------------------------------------
  * main
  */
 
@@ -961,6 +1184,9 @@ static const struct {
 	{ "jump", case_jump },             { "backwards", case_backwards },
 	{ "dropback", case_dropback },     { "rewrite", case_rewrite },
 	{ "many", case_many },             { "flood", case_flood },
+	{ "farapart", case_farapart },     { "idle", case_idle },
+	{ "heads", case_heads },           { "churn", case_churn },
+	{ "statushog", case_statushog },
 };
 
 static void usage(void)

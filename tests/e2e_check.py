@@ -150,12 +150,40 @@ def check_budget(recs):
           % (len(ev), sum(r["records"] for r in ev)))
 
 
+def check_victim(recs, loops, per_loop, nth=-1):
+    """The xtc-loadgen session among others (attackers beside it) is
+    complete: every record of loops x per_loop, in order, nothing lost.
+    With nth, the nth xtc-loadgen session (by id, from 0) of several;
+    without, there must be exactly one."""
+    ss = sessions(recs)
+    mine = sorted((sid, s) for sid, s in ss.items()
+                  if s["start"] is not None and s["start"].get("comm") == "xtc-loadgen")
+    if (nth < 0 and len(mine) != 1) or nth >= len(mine):
+        fail("expected %s xtc-loadgen session, found %d (of %d sessions)"
+             % ("one" if nth < 0 else "a %dth" % (nth + 1), len(mine), len(ss)))
+    sid, s = mine[max(nth, 0)]
+    reconcile(s, sid)
+    e = s["end"]
+    got = sum(len(s["loops"][loop]) for loop in range(loops))
+    print("victim session %s: produced %d, written %d, dropped %d, lost %d (of %d sessions)"
+          % (sid, e["produced"], e["written"], e["dropped"], e["lost"], len(ss)))
+    if e["reason"] != "detached" or e["complete"] is not True:
+        fail("the victim session %s ended %s complete=%s" % (sid, e["reason"], e["complete"]))
+    if e["produced"] != loops * per_loop or got != loops * per_loop:
+        fail("the victim session %s: produced %d, %d records on disk, expected %d"
+             % (sid, e["produced"], got, loops * per_loop))
+    for loop in range(loops):
+        if s["loops"][loop] != list(range(per_loop)):
+            fail("victim loop %d: records are not exactly 0..%d in order" % (loop, per_loop - 1))
+    print("ok: the victim's session is complete, %d loops x %d records, in order" % (loops, per_loop))
+
+
 def main():
     recs = load(sys.argv[1])
     what = sys.argv[2]
     args = [int(a) for a in sys.argv[3:]]
     {"complete": check_complete, "overload": check_overload, "died": check_died,
-     "restart": check_restart, "budget": check_budget}[what](recs, *args)
+     "restart": check_restart, "budget": check_budget, "victim": check_victim}[what](recs, *args)
 
 
 if __name__ == "__main__":

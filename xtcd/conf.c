@@ -41,7 +41,7 @@ const char *conf_default_path(void)
 
 enum key {
 	K_DIR, K_SOCKET, K_MAX_BYTES, K_SEGMENT_BYTES, K_KEEP_FREE, K_DRAIN_MS, K_SYNC, K_PWRITE,
-	K_HELLO_TIMEOUT, K_MAX_CLIENTS, K_ALLOW_UIDS, K_ALLOW_GIDS, K_QUOTA, K_QUOTA_UID, NKEYS
+	K_HELLO_TIMEOUT, K_MAX_CLIENTS, K_MAX_SESSIONS_PER_UID, K_ALLOW_UIDS, K_ALLOW_GIDS, K_QUOTA, K_QUOTA_UID, NKEYS
 };
 
 /* Each key with the form its value takes, as error messages say it. */
@@ -59,6 +59,7 @@ static const struct {
 	[K_PWRITE]        = { "pwrite", "yes or no" },
 	[K_HELLO_TIMEOUT] = { "hello_timeout_ms", "a whole number of milliseconds from 1 to 600000" },
 	[K_MAX_CLIENTS]   = { "max_clients", "a whole number from 1 to 1000000" },
+	[K_MAX_SESSIONS_PER_UID] = { "max_sessions_per_uid", "a whole number from 1 to 1000000" },
 	[K_ALLOW_UIDS]    = { "allow_uids", "user names or uids separated by commas, or any" },
 	[K_ALLOW_GIDS]    = { "allow_gids", "group names or gids separated by commas, or any" },
 	[K_QUOTA]         = { "quota", "a size such as 256M, or none" },
@@ -77,6 +78,7 @@ void conf_unset(struct config *c)
 	memset(c, 0, sizeof *c);
 	c->max_bytes = c->segment_bytes = c->keep_free = UNSET_SIZE;
 	c->drain_ms = c->sync_ms = c->hello_timeout_ms = c->max_clients = UNSET_UINT;
+	c->max_sessions_per_uid = UNSET_UINT;
 	c->force_pwrite = -1;
 	c->sync = -1;
 	c->quota = UNSET_SIZE;
@@ -93,6 +95,7 @@ static void set_defaults(struct config *c)
 	c->sync = SYNC_ROTATE;
 	c->hello_timeout_ms = 5000;
 	c->max_clients = 4096;
+	c->max_sessions_per_uid = 1024;
 	c->quota = CONF_NO_QUOTA;
 }
 
@@ -309,7 +312,8 @@ static void unknown_key(const char *name, char *why, size_t len)
 		return;
 	}
 	snprintf(why, len, "unknown key '%s'; expected one of dir, socket, max_bytes, segment_bytes, "
-	         "keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, allow_uids, "
+	         "keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, max_sessions_per_uid, "
+	         "allow_uids, "
 	         "allow_gids, quota, quota.UID", name);
 }
 
@@ -344,6 +348,7 @@ static int apply_line(struct config *c, int k, const char *name, const char *v, 
 	case K_PWRITE:        ok = parse_bool(v, &c->force_pwrite) == 0; break;
 	case K_HELLO_TIMEOUT: ok = parse_num(v, 1, 600000, &c->hello_timeout_ms) == 0; break;
 	case K_MAX_CLIENTS:   ok = parse_num(v, 1, 1000000, &c->max_clients) == 0; break;
+	case K_MAX_SESSIONS_PER_UID: ok = parse_num(v, 1, 1000000, &c->max_sessions_per_uid) == 0; break;
 	case K_ALLOW_UIDS:
 	case K_ALLOW_GIDS: {
 		char detail[256];
@@ -499,6 +504,7 @@ static void apply_cli(struct config *c, const struct config *cli, struct origin 
 	TAKE(force_pwrite, K_PWRITE, -1)
 	TAKE(hello_timeout_ms, K_HELLO_TIMEOUT, UNSET_UINT)
 	TAKE(max_clients, K_MAX_CLIENTS, UNSET_UINT)
+	TAKE(max_sessions_per_uid, K_MAX_SESSIONS_PER_UID, UNSET_UINT)
 	if (cli->sync != -1) {
 		c->sync = cli->sync;
 		c->sync_ms = cli->sync_ms;

@@ -129,6 +129,7 @@ static void usage(FILE *f)
 "      --allow-gid LIST     also these groups (the peer's primary gid) may attach\n"
 "      --hello-timeout-ms N drop a client that sends no hello in N ms (default 5000)\n"
 "      --max-clients N      at most N clients attached or connecting (default 4096)\n"
+"      --max-sessions-per-uid N  at most N sessions of one uid at once (default 1024)\n"
 "Status:\n"
 "      --status             ask the daemon at --socket (or the file's socket): per\n"
 "                           session pid, uptime, ring fill per loop, events/s, drops,\n"
@@ -228,7 +229,7 @@ static void parse_uids(const char *s)
 }
 
 enum { OPT_MAX_BYTES = 256, OPT_SEGMENT_BYTES, OPT_KEEP_FREE, OPT_DRAIN_MS, OPT_SYNC,
-       OPT_PWRITE, OPT_ALLOW_UID, OPT_HELLO_TIMEOUT, OPT_MAX_CLIENTS, OPT_CAT, OPT_JSON,
+       OPT_PWRITE, OPT_ALLOW_UID, OPT_HELLO_TIMEOUT, OPT_MAX_CLIENTS, OPT_MAX_SESSIONS_PER_UID, OPT_CAT, OPT_JSON,
        OPT_FOLLOW, OPT_EXPORT, OPT_STATS, OPT_COLOR, OPT_FILTER,
        OPT_CONFIG, OPT_STATUS, OPT_ALLOW_GID,
        OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP };
@@ -245,6 +246,7 @@ static const struct option options[] = {
 	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
 	{ "hello-timeout-ms", required_argument, NULL, OPT_HELLO_TIMEOUT },
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+	{ "max-sessions-per-uid", required_argument, NULL, OPT_MAX_SESSIONS_PER_UID },
 	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "status", no_argument, NULL, OPT_STATUS },
@@ -469,6 +471,9 @@ static void parse_args(int argc, char **argv, struct mode *m)
 			cfg.hello_timeout_ms = parse_uint("--hello-timeout-ms", optarg, 1, 600000);
 			break;
 		case OPT_MAX_CLIENTS: cfg.max_clients = parse_uint("--max-clients", optarg, 1, 1000000); break;
+		case OPT_MAX_SESSIONS_PER_UID:
+			cfg.max_sessions_per_uid = parse_uint("--max-sessions-per-uid", optarg, 1, 1000000);
+			break;
 		case OPT_ALLOW_GID: {
 			char why[256];
 
@@ -552,7 +557,7 @@ static void keep_for_restart(const char *key, const char **now, const char **nex
 
 /* SIGHUP: read the file again and apply what can change while running: the
  * budget, drain_ms, sync, the access rule, the quotas, the hello timeout
- * and max_clients.  A bad file changes nothing.  Flags still win. */
+ * max_clients and max_sessions_per_uid.  A bad file changes nothing.  Flags still win. */
 static void reload_config(void)
 {
 	struct config next, old;

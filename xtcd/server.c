@@ -188,6 +188,13 @@ static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		refuse(p, err, problem);
 		goto close_fds;
 	}
+	if (session_count_uid(p->cred.uid) >= cfg.max_sessions_per_uid) {
+		snprintf(why, sizeof why, "uid %u has %zu sessions attached, the most "
+		         "max_sessions_per_uid allows; end one, or raise it", (unsigned)p->cred.uid,
+		         session_count_uid(p->cred.uid));
+		refuse(p, EBUSY, why);
+		goto close_fds;
+	}
 	conn = p->fd;
 	ev_io_stop(srv.loop, &p->io);
 	ev_timer_stop(srv.loop, &p->timer);

@@ -33,11 +33,15 @@
 
 #include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
+#include "lib/seg/idmap.h"
 #include "lib/seg/seg.h"
 #include "xtcd/shm_check.h"
 #include "xtcd/xtcd.h"
 
 #define BATCH        2048u          /* records per EVENTS block */
+/* Records all sessions together may take in one drain round; each gets
+ * an equal share of it, and never less than one whole block. */
+#define ROUND_RECORDS (1u << 19)
 #define NBUF_WAIT    16             /* writes to wait for a start record */
 
 struct sring {
@@ -89,6 +93,11 @@ struct session {
 
 static struct session *sessions;
 static struct session_totals ended; /* the counts of sessions that ended */
+static struct idmap by_id;          /* session id -> struct session * */
+static struct idmap uid_sessions;   /* uid -> how many sessions it has */
+static size_t nsessions;
+static struct session *rr_next;     /* where the next drain round begins */
+static uint64_t round_left = UINT64_MAX; /* records the session drained may still take */
 
 static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 {
@@ -97,19 +106,58 @@ static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 
 size_t session_count(void)
 {
-	size_t n = 0;
-
-	for (struct session *s = sessions; s != NULL; s = s->next)
-		n++;
-	return n;
+	return nsessions;
 }
 
+size_t session_count_uid(uid_t uid)
+{
+	uint64_t n = 0;
+
+	idmap_get(&uid_sessions, uid, &n);
+	return (size_t)n;
+}
+
+/* Commits come back for every block written: a lookup per block must
+ * not cost a walk over thousands of sessions. */
 static struct session *session_find(uint64_t id)
 {
-	for (struct session *s = sessions; s != NULL; s = s->next)
-		if (s->id == id)
-			return s;
-	return NULL;
+	uint64_t p;
+
+	return idmap_get(&by_id, id, &p) ? (struct session *)(uintptr_t)p : NULL;
+}
+
+/* Add s to the live sessions (and their indexes): 0, or -ENOMEM. */
+static int session_link(struct session *s)
+{
+	if (idmap_put(&by_id, s->id, (uint64_t)(uintptr_t)s) < 0 ||
+	    idmap_put(&uid_sessions, s->uid, session_count_uid(s->uid) + 1) < 0) {
+		idmap_del(&by_id, s->id);
+		return -ENOMEM;
+	}
+	s->next = sessions;
+	sessions = s;
+	nsessions++;
+	return 0;
+}
+
+static void session_unlink(struct session *s)
+{
+	struct session **pp;
+	size_t n = session_count_uid(s->uid);
+
+	for (pp = &sessions; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	if (rr_next == s)
+		rr_next = s->next;
+	idmap_del(&by_id, s->id);
+	if (n > 1)
+		idmap_put(&uid_sessions, s->uid, n - 1); /* in place: cannot fail */
+	else
+		idmap_del(&uid_sessions, s->uid);
+	nsessions--;
 }
 
 /* ---------------------------------------------------------------------
@@ -240,7 +288,7 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 	struct sring *sr = &s->rings[i];
 	uint64_t mask = s->hdr.ring_capacity - 1, done = 0;
 
-	while (from + done < to) {
+	while (from + done < to && round_left != 0) {
 		uint32_t n = (uint32_t)(to - from - done < BATCH ? to - from - done : BATCH);
 		uint32_t max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
 		struct xtc_seg_events *e;
@@ -248,6 +296,8 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 		struct seg_codec codec;
 		struct commit c;
 
+		if (n > round_left)
+			n = (uint32_t)round_left;
 		if (store_quota_blocked(s->uid)) {
 			if (quota_drop(s, i, from + done, to, tc) == 0)
 				done = to - from;
@@ -295,6 +345,7 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 		c = (struct commit){ s->id, i, from + done, n, s->uid, 0 };
 		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof *e + e->body_len), &c);
 		s->inflight += n;
+		round_left -= n;
 	}
 	return done;
 }
@@ -479,13 +530,7 @@ static int session_drained(const struct session *s)
 
 static void session_free(struct session *s)
 {
-	struct session **pp;
-
-	for (pp = &sessions; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == s) {
-			*pp = s->next;
-			break;
-		}
+	session_unlink(s);
 	ev_io_stop(xtcd_loop, &s->conn_w);
 	ev_io_stop(xtcd_loop, &s->nudge_w);
 	close(s->conn_fd);
@@ -610,10 +655,31 @@ void session_commit(const struct commit *c, int ok)
 	}
 }
 
+/*
+ * One drain round.  Every session gets its turn and an equal share of
+ * the round (ROUND_RECORDS), beginning one session further on each time:
+ * when the write buffers run out during a round, it is never the same
+ * sessions that find them full, so a client with rings full of records
+ * (or heads moved on without writing any) cannot starve the others.
+ */
 void session_drain_all(void)
 {
-	for (struct session *s = sessions; s != NULL; s = s->next)
+	struct session *start = rr_next != NULL ? rr_next : sessions, *s = start;
+	uint64_t share = nsessions != 0 ? ROUND_RECORDS / nsessions : 0;
+
+	if (share < BATCH)
+		share = BATCH;
+	for (size_t k = 0; s != NULL && k < nsessions; k++) {
+		struct session *next = s->next != NULL ? s->next : sessions;
+
+		round_left = share;
 		session_drain(s);
+		s = next;
+		if (s == start)
+			break;
+	}
+	round_left = UINT64_MAX;
+	rr_next = start != NULL && start->next != NULL ? start->next : sessions;
 	store_flush();
 	session_tick();
 }
@@ -815,8 +881,10 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 	memcpy(s->start.comm, s->hdr.comm, sizeof s->start.comm);
 	s->start.comm[sizeof s->start.comm - 1] = '\0';
 	s->start.attach_count = hm->attach_count;
-	s->next = sessions;
-	sessions = s;
+	if (session_link(s) < 0) {
+		snprintf(why, why_len, "xtcd is out of memory");
+		goto refuse;
+	}
 	session_start_block(s, 0);
 	store_flush();
 	ev_io_init(&s->conn_w, conn_cb, conn_fd, EV_READ);

@@ -9,7 +9,10 @@
  *
  * A status request is answered from one buffer of messages built at once
  * (a consistent snapshot) and written without blocking the loop: a client
- * that does not read is dropped after XTC_STATUS_TIMEOUT.
+ * that does not read is dropped after STATUS_TIMEOUT.  Slots are few, so
+ * a client that does not read must not keep them from one that does: a
+ * uid holds at most STATUS_MAX_PER_UID of them, and a request that finds
+ * no slot free takes the one whose reader went longest without reading.
  */
 #include "config.h"
 
@@ -28,10 +31,13 @@
 
 #define STATUS_TIMEOUT  5.0  /* seconds a status client has to read it all */
 #define STATUS_MAX_CONN 16   /* status connections served at once */
+#define STATUS_MAX_PER_UID 4 /* of which one uid may hold */
 
 struct status_conn {
 	struct status_conn *next;
 	int      fd;
+	uid_t    uid;
+	uint64_t read_at;     /* mono ns: accepted, or the client last took a message */
 	ev_io    io;
 	ev_timer timer;
 	uint8_t *buf;         /* the messages, back to back */
@@ -250,6 +256,7 @@ static void conn_send(struct status_conn *c)
 		if (n < 0)
 			break; /* gone: nothing more to say */
 		c->off += c->sizes[c->sent++];
+		c->read_at = mono_ns();
 	}
 	conn_free(c);
 }
@@ -305,6 +312,26 @@ static void fill_status(struct xtc_msg_status *m, uid_t uid, size_t listed)
 	snprintf(m->dir, sizeof m->dir, "%s", cfg.dir);
 }
 
+/* The slot to give a new request of uid when the slots are taken: the
+ * connection (of uid, when uid holds its share) whose reader went the
+ * longest without reading; NULL when there is a free slot. */
+static struct status_conn *slot_to_take(uid_t uid)
+{
+	struct status_conn *oldest = NULL, *oldest_uid = NULL;
+	size_t of_uid = 0;
+
+	for (struct status_conn *c = sts.conns; c != NULL; c = c->next) {
+		if (oldest == NULL || c->read_at < oldest->read_at)
+			oldest = c;
+		if (c->uid == uid && (oldest_uid == NULL || c->read_at < oldest_uid->read_at))
+			oldest_uid = c;
+		of_uid += c->uid == uid;
+	}
+	if (of_uid >= STATUS_MAX_PER_UID)
+		return oldest_uid;
+	return sts.nconns >= STATUS_MAX_CONN ? oldest : NULL;
+}
+
 /* Send a REFUSE and close: too many status clients at once. */
 static void refuse_busy(int fd)
 {
@@ -328,6 +355,12 @@ void status_serve(int fd, uid_t uid)
 	struct xtc_msg_status_end end;
 	struct status_conn *c;
 
+	if ((c = slot_to_take(uid)) != NULL) {
+		xlog("a status client (uid %u) read %zu of %zu messages and nothing for %.1f s; closed "
+		     "for a new request", (unsigned)c->uid, c->sent, c->count,
+		     (double)(mono_ns() - c->read_at) / 1e9);
+		conn_free(c);
+	}
 	if (sts.nconns >= STATUS_MAX_CONN) {
 		refuse_busy(fd);
 		return;
@@ -343,6 +376,8 @@ void status_serve(int fd, uid_t uid)
 		return;
 	}
 	c->fd = fd;
+	c->uid = uid;
+	c->read_at = mono_ns();
 	ss = (struct xtc_msg_status_session *)(c->buf + sizeof(struct xtc_msg_status));
 	listed = session_status(uid, ss, max);
 	fill_status((struct xtc_msg_status *)c->buf, uid, listed);

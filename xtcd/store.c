@@ -87,6 +87,7 @@ static struct {
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */
 	ev_timer  check_w;         /* store_check() once a second */
+	uint64_t  seg_limit;       /* rotate the current segment at this size */
 } st = { .dirfd = -1, .uring_efd = -1 };
 
 static void submit_next(void);
@@ -257,7 +258,7 @@ static int header_write(struct segfile *f)
 static int segment_open(uint64_t seq)
 {
 	struct segfile *f = calloc(1, sizeof *f);
-	char path[4096];
+	char path[4096], name[64];
 	struct stat sb;
 	int fd;
 
@@ -267,7 +268,24 @@ static int segment_open(uint64_t seq)
 	f->fd = -1;
 	st.cur = f;
 	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	seg_path(name, sizeof name, ".", seq);
+	/* a new --dir in place of one removed under us: follow it */
+	if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
+		int d = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (d >= 0) {
+			close(st.dirfd);
+			st.dirfd = d;
+		}
+	}
+	/* Never through a link, never over a file: whatever sits under the
+	 * name is not ours to write (see store_seq_free). */
+	fd = openat(st.dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0 && (errno == EEXIST || errno == ELOOP)) {
+		st.cur = NULL;
+		free(f);
+		return -EEXIST;
+	}
 	if (fd < 0) {
 		f->err = errno;
 		if (!st.started)
@@ -282,42 +300,98 @@ static int segment_open(uint64_t seq)
 		xlog("created %s: writing again", path);
 	st.open_errno = 0;
 	st.started = 1;
-	/* a new --dir in place of one removed under us: follow it */
-	if (fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
-		int d = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (d >= 0) {
-			close(st.dirfd);
-			st.dirfd = d;
-		}
-	}
 	f->fd = fd;
 	header_init(&f->hdr, seq);
 	if (buf_put_raw(&f->hdr, sizeof f->hdr) < 0)
 		f->need_header = 1; /* no buffer free: written before the first one */
 	store_disk_add(seq, sizeof f->hdr, 1); /* we charge every block of it */
+	st.seg_limit = cfg.segment_bytes;
 	return 0;
+}
+
+/*
+ * The first number from `from` on that names nothing in the directory: a
+ * file, link or FIFO someone put there under a segment's name is skipped,
+ * never written through or over, and said once.  Returns UINT64_MAX when
+ * the numbers run out (see STORE_SEQ_MAX).
+ */
+static uint64_t store_seq_free(uint64_t from)
+{
+	char name[64];
+	struct stat sb;
+
+	for (uint64_t seq = from; seq <= STORE_SEQ_MAX; seq++) {
+		seg_path(name, sizeof name, ".", seq);
+		if (fstatat(st.dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			return seq; /* free (or the directory is gone: segment_open says) */
+		xlog("%s/%s exists but was not created by this xtcd: left alone, segment %llu skipped",
+		     cfg.dir, name + 2, (unsigned long long)seq);
+	}
+	return UINT64_MAX;
+}
+
+/* Open a segment numbered from `seq` on, skipping names taken meanwhile:
+ * 0, -errno for a dead segment, or -EEXIST when no number is left. */
+static int segment_open_free(uint64_t seq)
+{
+	int ret = -EEXIST;
+
+	for (int tries = 0; tries < 64 && ret == -EEXIST; tries++) {
+		seq = store_seq_free(seq);
+		if (seq == UINT64_MAX)
+			break;
+		ret = segment_open(seq);
+		seq++;
+	}
+	if (ret == -EEXIST)
+		xlog("no segment number left to create in %s (the names are taken); nothing is written "
+		     "until some are freed", cfg.dir);
+	return ret;
+}
+
+/*
+ * The live sessions are restated at the start of a segment (session.c).
+ * However many there are, that must not fill the segment and so force
+ * the next rotation at once (each rotation restates them again, and the
+ * budget would delete everyone's data for it): the segment is allowed to
+ * grow to four times what the restatement took, within half the budget,
+ * and the budget makes room for that.
+ */
+static void segment_restate(void)
+{
+	uint64_t before = (uint64_t)st.cur->reserved, took, want;
+
+	st.rotating = 1;
+	store_evicted_block();
+	session_restate_all();
+	took = (uint64_t)st.cur->reserved - before;
+	want = took * 4;
+	if (want > cfg.max_bytes / 2)
+		want = cfg.max_bytes / 2;
+	if (want > st.seg_limit) {
+		st.seg_limit = want;
+		store_evict_for(want);
+		store_evicted_block();
+	}
+	st.rotating = 0;
 }
 
 /* Move to a new segment: close this one, make room, open the next, and
  * restate the live sessions there. */
 static void segment_rotate(void)
 {
-	uint64_t next = st.cur->seq + 1;
+	uint64_t next = store_seq_free(st.cur->seq + 1);
 
-	segment_close(next);
+	segment_close(next == UINT64_MAX ? 0 : next);
 	/* Finish writing the old segment before the new one's header reaches
 	 * the disk: readers (xtcd --follow) rely on a newer segment meaning
 	 * that every older one is complete.  A few buffers, once a segment. */
 	while ((st.inflight != NULL || st.qlen > 0) && store_wait_write() == 0)
 		;
 	store_evict_for(cfg.segment_bytes);
-	if (segment_open(next) < 0)
+	if (segment_open_free(next) < 0)
 		return;
-	st.rotating = 1;
-	store_evicted_block();
-	session_restate_all();
-	st.rotating = 0;
+	segment_restate();
 }
 
 /*
@@ -345,12 +419,9 @@ static void store_check(void)
 	}
 	dead->seq = UINT64_MAX;
 	segment_close(0);
-	if (segment_open(seq) < 0)
+	if (segment_open_free(seq) < 0)
 		return;
-	st.rotating = 1;
-	store_evicted_block();
-	session_restate_all();
-	st.rotating = 0;
+	segment_restate();
 }
 
 /* The once-a-second timer: see store_check(). */
@@ -389,7 +460,7 @@ void *store_block_begin(uint32_t len)
 	if (st.cur == NULL || total + SLACK + END_ROOM > BUF_SIZE)
 		return NULL;
 	if (!st.rotating && st.cur->blocks > 0 && st.cur->fd >= 0 &&
-	    (uint64_t)st.cur->reserved + total + END_ROOM > cfg.segment_bytes) {
+	    (uint64_t)st.cur->reserved + total + END_ROOM > st.seg_limit) {
 		/* rotation needs two buffers: the end of this file, the next */
 		int free_bufs = 0;
 
@@ -702,7 +773,7 @@ int store_init(struct ev_loop *loop)
 	if (r == NULL)
 		return -1;
 	store_evict_for(cfg.segment_bytes);
-	if (segment_open(seq) < 0) {
+	if (segment_open_free(seq) < 0) {
 		store_recover_free(r);
 		return -1;
 	}

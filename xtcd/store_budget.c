@@ -29,14 +29,18 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "lib/seg/idmap.h"
 #include "lib/seg/seg.h"
 #include "lib/seg/segread.h"
 #include "xtcd/conf.h"
 #include "xtcd/store_int.h"
 #include "xtcd/xtcd.h"
+
+#define EVICT_MAX_IDS 4096  /* session ids one EVICTED block names, at most */
 
 struct uid_bytes {            /* event bytes of one uid */
 	uid_t    uid;
@@ -62,6 +66,7 @@ static struct {
 	uint64_t  evict_first, evict_last, evict_bytes, evict_records;
 	uint64_t *evict_sessions;
 	size_t    evict_nsessions;
+	struct idmap evict_seen;   /* the ids in evict_sessions */
 	int       evict_pending;
 	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
 } st;
@@ -210,35 +215,46 @@ int store_quota_blocked(uid_t uid)
 	return over;
 }
 
+/* Open segment seq to read it: never through a link, never a FIFO or
+ * device (which could block the loop), whatever was put in the directory
+ * under its name.  The fd, or -1. */
+static int segment_open_read(uint64_t seq)
+{
+	char name[64];
+	struct stat sb;
+	int fd;
+
+	seg_path(name, sizeof name, ".", seq);
+	fd = openat(store_dir_fd(), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Which uid each session of a segment belongs to, while it is scanned. */
 struct attribution {
 	struct ondisk *d;
-	struct { uint64_t id; uid_t uid; } *s;
-	size_t n;
+	struct idmap uid;          /* session id -> uid */
 };
 
 static int attribute_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off_t off, void *user)
 {
 	struct attribution *a = user;
+	uint64_t uid;
 
 	(void)off;
 	if (h->type == XTC_BLK_SESSION_START && h->len >= sizeof(struct xtc_seg_session_start)) {
 		const struct xtc_seg_session_start *ss = payload;
-		void *grown = realloc(a->s, (a->n + 1) * sizeof *a->s);
 
-		if (grown == NULL)
+		if (idmap_put(&a->uid, ss->session_id, ss->uid) < 0)
 			return 1;
-		a->s = grown;
-		a->s[a->n].id = ss->session_id;
-		a->s[a->n++].uid = ss->uid;
 	} else if (h->type == XTC_BLK_EVENTS && h->len >= sizeof(struct xtc_seg_events)) {
 		uint64_t id = ((const struct xtc_seg_events *)payload)->session_id;
 
-		for (size_t i = a->n; i-- > 0;)
-			if (a->s[i].id == id) {
-				store_uid_charge(a->d->seq, a->s[i].uid, sizeof *h + h->len, 1);
-				break;
-			}
+		if (idmap_get(&a->uid, id, &uid))
+			store_uid_charge(a->d->seq, (uid_t)uid, sizeof *h + h->len, 1);
 	}
 	return 0;
 }
@@ -247,7 +263,6 @@ static int attribute_cb(const struct xtc_seg_blk_hdr *h, const void *payload, of
  * uids: a scan of each, the first time a quota is configured. */
 static void attribute_existing(void)
 {
-	char path[4096];
 	size_t done = 0;
 
 	for (size_t i = 0; i < st.ndisk; i++) {
@@ -258,13 +273,12 @@ static void attribute_existing(void)
 		if (st.disk[i].attributed)
 			continue;
 		st.disk[i].attributed = 1;
-		seg_path(path, sizeof path, cfg.dir, st.disk[i].seq);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = segment_open_read(st.disk[i].seq);
 		if (fd < 0)
 			continue;
 		seg_scan_fd(fd, attribute_cb, &a, &scan);
 		close(fd);
-		free(a.s);
+		idmap_free(&a.uid);
 		done++;
 	}
 	if (done != 0)
@@ -292,17 +306,18 @@ static int evict_scan_cb(const struct xtc_seg_blk_hdr *h, const void *payload, o
 	if (h->type != XTC_BLK_SESSION_START || h->len < sizeof(struct xtc_seg_session_start))
 		return 0;
 	id = ((const struct xtc_seg_session_start *)payload)->session_id;
-	for (size_t i = 0; i < st.evict_nsessions; i++)
-		if (st.evict_sessions[i] == id)
-			return 0;
-	if (st.evict_nsessions < 4096) {
-		uint64_t *p = realloc(st.evict_sessions, (st.evict_nsessions + 1) * sizeof *p);
+	if (st.evict_nsessions >= EVICT_MAX_IDS || idmap_get(&st.evict_seen, id, NULL))
+		return 0;
+	if ((st.evict_nsessions & (st.evict_nsessions - 1)) == 0) {
+		size_t cap = st.evict_nsessions ? st.evict_nsessions * 2 : 16;
+		uint64_t *p = realloc(st.evict_sessions, cap * sizeof *p);
 
-		if (p != NULL) {
-			st.evict_sessions = p;
-			st.evict_sessions[st.evict_nsessions++] = id;
-		}
+		if (p == NULL)
+			return 0;
+		st.evict_sessions = p;
 	}
+	if (idmap_put(&st.evict_seen, id, 0) == 0)
+		st.evict_sessions[st.evict_nsessions++] = id;
 	return 0;
 }
 
@@ -310,7 +325,7 @@ static int evict_scan_cb(const struct xtc_seg_blk_hdr *h, const void *payload, o
  * if there is none. */
 int store_evict_oldest(const char *why)
 {
-	char path[4096];
+	char path[4096], name[64];
 	struct evict_count ec = { 0 };
 	struct seg_scan scan;
 	struct ondisk d;
@@ -321,12 +336,13 @@ int store_evict_oldest(const char *why)
 		return -1;
 	d = st.disk[0];
 	seg_path(path, sizeof path, cfg.dir, d.seq);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	seg_path(name, sizeof name, ".", d.seq);
+	fd = segment_open_read(d.seq);
 	if (fd >= 0) {
 		seg_scan_fd(fd, evict_scan_cb, &ec, &scan);
 		close(fd);
 	}
-	if (unlink(path) < 0 && errno != ENOENT) {
+	if (unlinkat(store_dir_fd(), name, 0) < 0 && errno != ENOENT) {
 		xlog("cannot delete %s %s: %s", path, why, strerror(errno));
 		return -1;
 	}
@@ -390,6 +406,7 @@ void store_evicted_block(void)
 	free(st.evict_sessions);
 	st.evict_sessions = NULL;
 	st.evict_nsessions = 0;
+	idmap_free(&st.evict_seen);
 }
 
 void store_quota_attribute(void)
@@ -413,6 +430,7 @@ void store_budget_fini(void)
 	free(st.uids.v);
 	free(st.disk);
 	free(st.evict_sessions);
+	idmap_free(&st.evict_seen);
 	st.disk = NULL;
 	st.ndisk = st.disk_cap = 0;
 }

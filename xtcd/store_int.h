@@ -15,8 +15,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/seg/seg.h"
+
 #define STORE_BUDGET  "to stay within the budget"
 #define STORE_FS_FULL "to make room: the filesystem is full"
+/* The largest segment number xtcd continues from (see seg.h): a file
+ * named with a larger one is ignored, and said. */
+#define STORE_SEQ_MAX SEG_SEQ_MAX
 
 /* store.c */
 /* The segment being written: its number and the bytes it will hold once

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lib/common/clock.h"
+#include "lib/seg/idmap.h"
 #include "lib/seg/seg.h"
 #include "lib/seg/segread.h"
 #include "xtcd/store_int.h"
@@ -31,28 +32,37 @@ struct open_session {
 };
 
 struct store_recovery {
-	struct open_session *s;
-	size_t n;
+	struct open_session *s;   /* in the order they started */
+	size_t n, cap;
+	struct idmap index;       /* session id -> its place in s */
 	uint64_t max_id;
 	int      shutdown_end;  /* a SEGMENT_END written at shutdown (next_seq 0) */
 };
 
+/* A segment may hold hundreds of thousands of short sessions (one user
+ * can churn thousands a second), and every block names one: each lookup
+ * is O(1), so recovery is linear in the segment. */
 static struct open_session *recovery_find(struct store_recovery *r, uint64_t id, int add)
 {
-	for (size_t i = 0; i < r->n; i++)
-		if (r->s[i].id == id)
-			return &r->s[i];
+	uint64_t at;
+
+	if (idmap_get(&r->index, id, &at))
+		return &r->s[at];
 	if (!add)
 		return NULL;
-	{
-		struct open_session *p = realloc(r->s, (r->n + 1) * sizeof *p);
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 256;
+		struct open_session *p = realloc(r->s, cap * sizeof *p);
 
 		if (p == NULL)
 			return NULL;
 		r->s = p;
-		r->s[r->n] = (struct open_session){ .id = id };
-		return &r->s[r->n++];
+		r->cap = cap;
 	}
+	if (idmap_put(&r->index, id, r->n) < 0)
+		return NULL;
+	r->s[r->n] = (struct open_session){ .id = id };
+	return &r->s[r->n++];
 }
 
 static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off, void *user)
@@ -110,13 +120,19 @@ static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off
 static int recover_segment(uint64_t seq, struct store_recovery *r)
 {
 	struct seg_scan scan;
-	char path[4096];
+	char path[4096], name[64];
+	struct stat sb;
 	int fd, ret = 1;
 
 	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	seg_path(name, sizeof name, ".", seq);
+	fd = openat(store_dir_fd(), name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		xlog("cannot open %s to recover it: %s", path, strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd); /* listed as a regular file a moment ago: swapped since */
 		return 1;
 	}
 	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
@@ -125,7 +141,7 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
 			xlog("%s: %lld bytes and no file header, left by an xtcd killed while creating "
 			     "it; deleted", path, (long long)scan.file_size);
-			if (unlink(path) == 0)
+			if (unlinkat(store_dir_fd(), name, 0) == 0)
 				store_disk_forget(seq);
 			ret = 0;
 		} else if (scan.torn && scan.header_ok) {
@@ -155,8 +171,8 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 static uint64_t recover(struct store_recovery *r)
 {
 	uint64_t *seqs = NULL, next;
-	size_t n = 0;
-	char path[4096];
+	size_t n = 0, kept = 0;
+	char name[64];
 
 	if (seg_list(cfg.dir, &seqs, &n) < 0 || n == 0) {
 		free(seqs);
@@ -165,12 +181,19 @@ static uint64_t recover(struct store_recovery *r)
 	for (size_t i = 0; i < n; i++) {
 		struct stat sb;
 
-		seg_path(path, sizeof path, cfg.dir, seqs[i]);
-		if (stat(path, &sb) == 0)
-			store_disk_add(seqs[i], (uint64_t)sb.st_size, 0);
+		seg_path(name, sizeof name, ".", seqs[i]);
+		if (seqs[i] > STORE_SEQ_MAX) {
+			xlog("%s/%s: a segment number too large to go on from (no xtcd gets there); "
+			     "ignored, and left as it is", cfg.dir, name + 2);
+			continue;
+		}
+		if (fstatat(store_dir_fd(), name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
+			continue; /* seg_list lists regular files only: gone or swapped since */
+		store_disk_add(seqs[i], (uint64_t)sb.st_size, 0);
+		seqs[kept++] = seqs[i];
 	}
-	next = seqs[n - 1] + 1;
-	for (size_t i = n; i-- > 0 && recover_segment(seqs[i], r) == 0;)
+	next = kept != 0 ? seqs[kept - 1] + 1 : 1;
+	for (size_t i = kept; i-- > 0 && recover_segment(seqs[i], r) == 0;)
 		;
 	free(seqs);
 	store_session_id_floor(r->max_id + 1);
@@ -222,7 +245,9 @@ void store_recover_close(struct store_recovery *r)
 
 void store_recover_free(struct store_recovery *r)
 {
-	if (r != NULL)
+	if (r != NULL) {
 		free(r->s);
+		idmap_free(&r->index);
+	}
 	free(r);
 }

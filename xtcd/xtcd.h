@@ -45,6 +45,7 @@ struct config {
 	unsigned    sync_ms;
 	unsigned    hello_timeout_ms;
 	unsigned    max_clients;
+	unsigned    max_sessions_per_uid; /* sessions one uid may hold at once */
 	uid_t      *allow_uids;    /* NULL: any uid that can reach the socket */
 	size_t      allow_uid_count;
 	gid_t      *allow_gids;    /* NULL: no group rule (see conf_peer_allowed) */
@@ -139,6 +140,8 @@ void session_restate_all(void);
 void session_commit(const struct commit *c, int ok);
 void session_tick(void);
 size_t session_count(void);
+/* Live sessions of uid (max_sessions_per_uid bounds it). */
+size_t session_count_uid(uid_t uid);
 /* Live status (status.c): sample the rates once a second; fill one
  * STATUS_SESSION per session `uid` may see (root sees all), at most max,
  * and return how many; and the counts over every session since start. */

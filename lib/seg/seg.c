@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -520,7 +521,23 @@ static int push_u64(uint64_t **arr, size_t *n, size_t *cap, uint64_t v)
 	return 0;
 }
 
-/* The sorted segment numbers in dir. */
+/* Whether entry de of directory d is a regular file, or a link to one (a
+ * reader may be pointed at links to segments): a FIFO, device or
+ * directory named like a segment is not a segment, and opening a FIFO
+ * could block a reader for good.  (xtcd itself never follows a link
+ * there: see xtcd/store_recover.c.) */
+static int seg_entry_regular(DIR *d, const struct dirent *de)
+{
+	struct stat sb;
+
+	if (de->d_type == DT_REG)
+		return 1;
+	if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
+		return 0;
+	return fstatat(dirfd(d), de->d_name, &sb, 0) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The sorted numbers of the segments (regular files) in dir. */
 int seg_list(const char *dir, uint64_t **out, size_t *n)
 {
 	uint64_t *arr = NULL, seq;
@@ -541,7 +558,8 @@ int seg_list(const char *dir, uint64_t **out, size_t *n)
 			ret = -errno;
 			break;
 		}
-		if (seg_name_parse(de->d_name, &seq) && (ret = push_u64(&arr, &cnt, &cap, seq)) < 0)
+		if (seg_name_parse(de->d_name, &seq) && seg_entry_regular(d, de) &&
+		    (ret = push_u64(&arr, &cnt, &cap, seq)) < 0)
 			break;
 	}
 	closedir(d);

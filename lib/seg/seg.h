@@ -69,9 +69,14 @@ int seg_path(char *buf, size_t len, const char *dir, uint64_t seq);
  * *seq when it is one, 0 otherwise. */
 int seg_name_parse(const char *name, uint64_t *seq);
 
-/* The segment numbers present in dir, sorted ascending, in a malloc'ed
+/* The numbers of the segments in dir (regular files named like one, or
+ * links to such: not FIFOs or devices), sorted ascending, in a malloc'ed
  * array (*out, *n).  Returns 0 or -errno. */
 int seg_list(const char *dir, uint64_t **out, size_t *n);
+/* The largest segment number xtcd writes: a name with a larger one was put
+ * there by someone else (2^63 rotations do not happen), and continuing
+ * from it would wrap the numbers onto the oldest segments. */
+#define SEG_SEQ_MAX (UINT64_MAX >> 1)
 
 /* How many segments dir holds, their bytes, and the first and last
  * segment numbers (all 0 when there is none).  Returns 0 or -errno. */

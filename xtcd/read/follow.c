@@ -229,7 +229,7 @@ static int oldest_above(struct follow *fw, uint64_t seq, uint64_t *out)
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
-		if (seqs[i] > seq) {
+		if (seqs[i] > seq && seqs[i] <= SEG_SEQ_MAX) {
 			*out = seqs[i];
 			break;
 		}
@@ -249,6 +249,24 @@ static int segment_begun(struct follow *fw, uint64_t seq)
 	return stat(path, &st) == 0 && st.st_size >= FILE_HDR;
 }
 
+/* Whether a segment newer than the current one has its header on disk,
+ * and which (*next): the next number, or, when something that is not a
+ * segment sits under that name (a FIFO or device someone put there,
+ * which xtcd skips), the oldest segment above. */
+static int newer_begun(struct follow *fw, uint64_t *next)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	*next = fw->seq + 1;
+	if (segment_begun(fw, *next))
+		return 1;
+	if (seg_path(path, sizeof(path), fw->dir_path, *next) >= (int)sizeof(path) ||
+	    stat(path, &st) < 0 || S_ISREG(st.st_mode))
+		return 0;
+	return oldest_above(fw, fw->seq, next) == 0 && *next && segment_begun(fw, *next);
+}
+
 /* Start reading segment seq at its beginning. */
 static void go_to(struct follow *fw, uint64_t seq)
 {
@@ -259,11 +277,38 @@ static void go_to(struct follow *fw, uint64_t seq)
 	fw->next_seq = 0;
 }
 
+/* Whether every number from..to names something in DIR that is not a
+ * segment (a FIFO, link or device under a segment's name, which xtcd
+ * skips over and seg_list does not list): then nothing was deleted. */
+static int gap_not_segments(struct follow *fw, uint64_t from, uint64_t to)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (to - from >= 64)
+		return 0; /* more than anyone plants: a real gap */
+	for (uint64_t seq = from; seq <= to; seq++)
+		if (seg_path(path, sizeof(path), fw->dir_path, seq) >= (int)sizeof(path) ||
+		    lstat(path, &st) < 0 || S_ISREG(st.st_mode))
+			return 0;
+	return 1;
+}
+
 /* Segments from..to were deleted before we read (all of) them: one line. */
 static void note_gap(struct follow *fw, uint64_t from, off_t at, uint64_t to, uint64_t resume)
 {
 	fw->skip = 0;   /* what -n meant to show first is partly gone: show the rest */
 	follow_flush(fw);
+	if (at == 0 && gap_not_segments(fw, from, to)) {
+		fprintf(stderr, "xtcd: xtc-%06" PRIu64 ".seg%s %s not a segment but something else "
+		        "named like one (a FIFO, link or device): skipped; ", from,
+		        from == to ? "" : " and the next ones", from == to ? "is" : "are");
+		if (resume)
+			fprintf(stderr, "continuing with segment %" PRIu64 "\n", resume);
+		else
+			fprintf(stderr, "waiting for the next segment\n");
+		return;
+	}
 	if (from == to && at > 0)
 		fprintf(stderr, "xtcd: segment %" PRIu64 " was deleted under the byte budget while "
 		        "being read (at byte %lld): the rest of it is lost to this follower; ",
@@ -355,7 +400,7 @@ static int advance(struct follow *fw)
 static int follow_step(struct follow *fw)
 {
 	struct segread_span sp;
-	uint64_t first;
+	uint64_t first, newer;
 	int ret;
 
 	if (!fw->have_seq) {
@@ -391,7 +436,7 @@ static int follow_step(struct follow *fw)
 	 * read error or a file that shrank under us ends the segment the same
 	 * way, once a newer one exists.
 	 */
-	if (!segment_begun(fw, fw->seq + 1))
+	if (!newer_begun(fw, &newer))
 		return 0;
 	if (ret == 0) {
 		ret = segread_segment(fw->r, fw->seq, fw->off, SEGREAD_TAIL_CORRUPT, &sp);
@@ -405,7 +450,7 @@ static int follow_step(struct follow *fw)
 			return advance(fw);
 	}
 	fw->seg_done = 1;
-	fw->next_seq = fw->seq + 1;
+	fw->next_seq = newer;
 	return advance(fw);
 }
 

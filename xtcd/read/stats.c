@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/seg/idmap.h"
 #include "lib/seg/seg.h"
 #include "xtcd/read/print.h"
 #include "lib/seg/segread.h"
@@ -71,6 +72,7 @@ struct stats {
 	FILE    *out;
 	struct sess_stats *s;
 	size_t   n, cap, last;
+	struct idmap index;          /* session id -> its place in s */
 	int      fatal;
 	uint64_t first_real, last_real;
 	uint64_t evicted_blocks, evicted_records;
@@ -84,13 +86,15 @@ static struct sess_stats *sess_get(struct stats *st, uint64_t id,
 {
 	struct sess_stats *e;
 
+	uint64_t at;
+
 	if (st->n && st->s[st->last].id == id)
 		return &st->s[st->last];
-	for (size_t i = 0; i < st->n; i++) {
-		if (st->s[i].id == id) {
-			st->last = i;
-			return &st->s[i];
-		}
+	/* A directory may hold hundreds of thousands of sessions: by index,
+	 * never by a walk over them. */
+	if (idmap_get(&st->index, id, &at)) {
+		st->last = (size_t)at;
+		return &st->s[at];
 	}
 	if (st->n == st->cap) {
 		size_t cap = st->cap ? st->cap * 2 : 16;
@@ -101,6 +105,8 @@ static struct sess_stats *sess_get(struct stats *st, uint64_t id,
 		st->s = p;
 		st->cap = cap;
 	}
+	if (idmap_put(&st->index, id, st->n) < 0)
+		return NULL;
 	e = &st->s[st->n];
 	memset(e, 0, sizeof(*e));
 	e->id = id;
@@ -209,10 +215,12 @@ static int count_other(struct stats *st, const struct segread_item *it)
 	case SEGREAD_EVICTED:
 		st->evicted_blocks++;
 		st->evicted_records += it->u.evicted.ev.records;
-		for (uint32_t i = 0; i < it->u.evicted.ev.session_count; i++)
-			for (size_t k = 0; k < st->n; k++)
-				if (st->s[k].id == it->u.evicted.ids[i])
-					st->s[k].evicted = 1;
+		for (uint32_t i = 0; i < it->u.evicted.ev.session_count; i++) {
+			uint64_t at;
+
+			if (idmap_get(&st->index, it->u.evicted.ids[i], &at))
+				st->s[at].evicted = 1;
+		}
 		break;
 	default:
 		break;
@@ -515,6 +523,7 @@ out:
 	for (size_t i = 0; i < st.n; i++)
 		free(st.s[i].loops);
 	free(st.s);
+	idmap_free(&st.index);
 	segread_close(st.r);
 	return status;
 }

@@ -101,12 +101,18 @@ static double lane_sum(const struct report *rep, const uint64_t *a, uint64_t fro
 	return sum;
 }
 
+/* Where column c of COLS starts, in ns: with 128 bits, since a span may
+ * be close to 2^64 ns. */
+static uint64_t col_at(const struct frame *fr, int c)
+{
+	return fr->from + (uint64_t)((unsigned __int128)(fr->to - fr->from) * (unsigned)c / COLS);
+}
+
 /* Columns of one lane. */
 static void draw_lane(FILE *f, const struct report *rep, const struct frame *fr,
                       const struct lane *ln)
 {
 	double ev[COLS], maxev = 0;
-	uint64_t span = fr->to - fr->from;
 	char lb[16];
 
 	fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#f2f2f2\"/>\n", LEFT,
@@ -116,14 +122,14 @@ static void draw_lane(FILE *f, const struct report *rep, const struct frame *fr,
 	xml_text(f, ln->s->comm);
 	fprintf(f, " loop %s</text>\n", rp_loop_name(lb, sizeof(lb), ln->l->loop));
 	for (int c = 0; c < COLS; c++) {
-		uint64_t a = fr->from + span * (uint64_t)c / COLS, b = fr->from + span * (uint64_t)(c + 1) / COLS;
+		uint64_t a = col_at(fr, c), b = col_at(fr, c + 1);
 
 		ev[c] = lane_sum(rep, ln->l->tl_ev, a, b + (b == a));
 		if (ev[c] > maxev)
 			maxev = ev[c];
 	}
 	for (int c = 0; c < COLS; c++) {
-		uint64_t a = fr->from + span * (uint64_t)c / COLS, b = fr->from + span * (uint64_t)(c + 1) / COLS;
+		uint64_t a = col_at(fr, c), b = col_at(fr, c + 1);
 		double busy;
 
 		if (ev[c] > 0)
@@ -226,7 +232,10 @@ static void draw_axis(FILE *f, const struct frame *fr, double y)
 	uint64_t span = fr->to - fr->from, step = 1;
 	char d[32];
 
-	while (step * 10 <= span)
+	/* span may be anything up to 2^64 - 1 ns (a producer writes any
+	 * timestamp): compare by division, so that neither the step nor the
+	 * tick position below can wrap. */
+	while (step <= span / 10)
 		step *= 10;
 	if (span / step < 2)
 		step /= 5;
@@ -236,12 +245,14 @@ static void draw_axis(FILE *f, const struct frame *fr, double y)
 		step = 1;
 	fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#444\"/>\n", LEFT, y,
 	        LEFT + 2 * COLS, y);
-	for (uint64_t t = 0; t <= span; t += step) {
+	for (uint64_t t = 0;; t += step) {
 		double x = x_of(fr, fr->from + t);
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
 		        "<text x=\"%.1f\" y=\"%.1f\" class=\"tick\">+%s</text>\n", x, y, x, y + 4, x, y + 16,
 		        print_duration(d, sizeof(d), t));
+		if (span - t < step)
+			break;
 	}
 }
 
