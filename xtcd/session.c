@@ -35,74 +35,29 @@
 #include "proto/xtc_attach.h"
 #include "lib/seg/idmap.h"
 #include "lib/seg/seg.h"
+#include "xtcd/session_int.h"
 #include "xtcd/shm_check.h"
 #include "xtcd/xtcd.h"
 
 #define BATCH        2048u          /* records per EVENTS block */
 /* Records all sessions together may take in one drain round; each gets
  * an equal share of it, and never less than one whole block. */
-#define ROUND_RECORDS (1u << 19)
+#define ROUND_RECORDS (1u << 17)
+/* Records all sessions together may have in write buffers not yet on
+ * disk (a few MiB of blocks); each may hold an equal share, so that one
+ * session's records never take every buffer. */
+#define INFLIGHT_RECORDS (1u << 20)
 #define NBUF_WAIT    16             /* writes to wait for a start record */
 
-struct sring {
-	uint64_t read;          /* next index to copy */
-	uint64_t published;     /* tail last published to the producer */
-	uint64_t pub_at_drain;  /* published when the last drain ended */
-	uint64_t start;         /* head - unread at attach */
-	uint64_t last_head;     /* last head that passed the checks */
-	uint64_t final_head;    /* drain up to here once closing */
-	uint64_t final_dropped; /* and count drops up to here */
-	uint64_t start_dropped;
-	uint64_t last_dropped;
-	uint64_t last_ts;       /* ns of the last record drained */
-	uint64_t ts_floor;      /* ns of the last record copied out (see ring_copy_out) */
-	uint32_t loop_id;
-	int      corrupt;
-	uint64_t touch_from;    /* first record index whose page we touch */
-	uint64_t touch_next;    /* records below this were handed to the worker */
-};
-
-struct session {
-	struct session *next;
-	uint64_t id;
-	pid_t    pid;
-	uid_t    uid;
-	gid_t    gid;
-	int      conn_fd;
-	ev_io    conn_w;
-	int      nudge_fd;
-	ev_io    nudge_w;
-	struct worker_touch touch;   /* the worker's first touch of its rings */
-	uint8_t *map;
-	uint64_t size;
-	struct xtc_shm_hdr hdr;  /* the validated copy */
-	struct sring *rings;
-	struct xtc_seg_session_start start;
-	uint64_t written, dropped, lost, inflight;
-	uint64_t bytes;          /* of its EVENTS blocks on disk */
-	uint64_t quota_dropped;
-	uint64_t rate_mark;      /* produced at the last sample */
-	uint64_t rate_at;        /* mono ns of the last sample (or attach) */
-	uint64_t rate;           /* records produced per second, last sample */
-	uint64_t quota_drops_inflight; /* quota DROPs carrying a tail, unwritten */
-	uint64_t no_ring_start, no_ring_last, no_ring_final; /* emits with no ring */
-	int      closing;
-	int      reason;
-	int      header_changed;
-};
-
-static struct session *sessions;
-static struct session_totals ended; /* the counts of sessions that ended */
+struct session *sessions;
+struct session_totals session_ended; /* the counts of sessions that ended */
 static struct idmap by_id;          /* session id -> struct session * */
 static struct idmap uid_sessions;   /* uid -> how many sessions it has */
 static size_t nsessions;
 static struct session *rr_next;     /* where the next drain round begins */
 static uint64_t round_left = UINT64_MAX; /* records the session drained may still take */
+static uint64_t inflight_share = UINT64_MAX; /* records in flight a session may hold */
 
-static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
-{
-	return (struct xtc_shm_ring *)(s->map + s->hdr.ring_offset + (uint64_t)i * s->hdr.ring_stride);
-}
 
 size_t session_count(void)
 {
@@ -298,6 +253,8 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 
 		if (n > round_left)
 			n = (uint32_t)round_left;
+		if (s->inflight >= inflight_share)
+			break; /* its share of the buffers is taken: the others' turn */
 		if (store_quota_blocked(s->uid)) {
 			if (quota_drop(s, i, from + done, to, tc) == 0)
 				done = to - from;
@@ -502,7 +459,7 @@ static void session_drain(struct session *s)
 
 static void session_begin_close(struct session *s, int reason);
 
-static uint64_t session_produced(const struct session *s)
+uint64_t session_produced(const struct session *s)
 {
 	uint64_t n = s->no_ring_last - s->no_ring_start;
 
@@ -573,10 +530,10 @@ static int session_try_end(struct session *s)
 	e->lost = s->lost;
 	e->complete = e->reason == XTC_END_DETACHED && s->dropped == 0 && s->lost == 0 && !corrupt;
 	store_block_end(XTC_BLK_SESSION_END, 0, sizeof *e, NULL);
-	ended.produced += produced;
-	ended.written += s->written;
-	ended.dropped += s->dropped;
-	ended.lost += s->lost;
+	session_ended.produced += produced;
+	session_ended.written += s->written;
+	session_ended.dropped += s->dropped;
+	session_ended.lost += s->lost;
 	if (produced != s->written + s->dropped + s->lost)
 		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
@@ -665,10 +622,16 @@ void session_commit(const struct commit *c, int ok)
 void session_drain_all(void)
 {
 	struct session *start = rr_next != NULL ? rr_next : sessions, *s = start;
-	uint64_t share = nsessions != 0 ? ROUND_RECORDS / nsessions : 0;
+	uint64_t share = UINT64_MAX;
 
-	if (share < BATCH)
-		share = BATCH;
+	/* alone, a session has no one to share with */
+	inflight_share = UINT64_MAX;
+	if (nsessions > 1) {
+		share = ROUND_RECORDS / nsessions;
+		inflight_share = INFLIGHT_RECORDS / nsessions;
+		share = share < BATCH ? BATCH : share;
+		inflight_share = inflight_share < BATCH ? BATCH : inflight_share;
+	}
 	for (size_t k = 0; s != NULL && k < nsessions; k++) {
 		struct session *next = s->next != NULL ? s->next : sessions;
 
@@ -678,7 +641,7 @@ void session_drain_all(void)
 		if (s == start)
 			break;
 	}
-	round_left = UINT64_MAX;
+	round_left = inflight_share = UINT64_MAX;
 	rr_next = start != NULL && start->next != NULL ? start->next : sessions;
 	store_flush();
 	session_tick();
@@ -904,112 +867,6 @@ refuse:
 	free(s);
 	munmap(map, hm->segment_size);
 	return -EINVAL;
-}
-
-/* ---------------------------------------------------------------------
- * Live status
- */
-
-void session_sample(void)
-{
-	uint64_t now = mono_ns();
-
-	for (struct session *s = sessions; s != NULL; s = s->next) {
-		uint64_t p = session_produced(s);
-
-		if (now <= s->rate_at)
-			continue;
-		s->rate = (uint64_t)((double)(p - s->rate_mark) * 1e9 / (double)(now - s->rate_at));
-		s->rate_mark = p;
-		s->rate_at = now;
-	}
-}
-
-/* Ring fills as the mapping shows them: head (untrusted, so clamped)
- * less the tail we published, for each ring bound to a thread or still
- * holding records. */
-static void status_loops(const struct session *s, struct xtc_msg_status_session *m)
-{
-	uint64_t cap = s->hdr.ring_capacity;
-
-	for (uint32_t i = 0; i < s->hdr.ring_count; i++) {
-		const struct xtc_shm_ring *r = ring_at(s, i);
-		const struct sring *sr = &s->rings[i];
-		uint32_t state = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
-		uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		uint64_t used = head > sr->published ? head - sr->published : 0;
-		struct xtc_status_loop *l;
-
-		if (used > cap)
-			used = cap;
-		if (state != XTC_SHM_RING_BOUND && used == 0 && !sr->corrupt)
-			continue;
-		m->loops_bound++;
-		if (m->loops_listed == XTC_STATUS_MAX_LOOPS)
-			continue;
-		l = &m->loops[m->loops_listed++];
-		l->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
-		l->ring = (uint16_t)i;
-		l->fill = sr->corrupt ? XTC_STATUS_FILL_CORRUPT : (uint16_t)(used * 10000 / cap);
-	}
-}
-
-/* Records produced per second: the last once-a-second sample, or the
- * average since attach when there has been none yet. */
-static uint64_t session_rate(const struct session *s, uint64_t now)
-{
-	if (s->rate_at != s->start.start_mono_ns || now <= s->rate_at)
-		return s->rate;
-	return (uint64_t)((double)session_produced(s) * 1e9 / (double)(now - s->rate_at));
-}
-
-size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max)
-{
-	uint64_t now = mono_ns();
-	size_t n = 0;
-
-	for (struct session *s = sessions; s != NULL && n < max; s = s->next) {
-		struct xtc_msg_status_session *m = &out[n];
-
-		if (uid != 0 && s->uid != uid)
-			continue;
-		memset(m, 0, sizeof *m);
-		xtc_msg_init(&m->hdr, XTC_MSG_STATUS_SESSION, sizeof *m);
-		m->session_id = s->id;
-		m->uptime_ns = now - s->start.start_mono_ns;
-		m->pid = (uint32_t)s->pid;
-		m->uid = (uint32_t)s->uid;
-		m->gid = (uint32_t)s->gid;
-		m->ring_count = s->hdr.ring_count;
-		m->ring_capacity = s->hdr.ring_capacity;
-		m->flags = (s->closing ? 1u : 0u) | (store_quota_blocked(s->uid) ? 2u : 0u);
-		memcpy(m->comm, s->start.comm, sizeof m->comm);
-		m->events_per_s = session_rate(s, now);
-		m->produced = session_produced(s);
-		m->written = s->written;
-		m->dropped = s->dropped;
-		m->lost = s->lost;
-		m->bytes = s->bytes;
-		m->quota_dropped = s->quota_dropped;
-		status_loops(s, m);
-		n++;
-	}
-	return n;
-}
-
-void session_totals(struct session_totals *t)
-{
-	uint64_t now = mono_ns();
-
-	*t = ended;
-	t->events_per_s = 0;
-	for (struct session *s = sessions; s != NULL; s = s->next) {
-		t->produced += session_produced(s);
-		t->written += s->written;
-		t->dropped += s->dropped;
-		t->lost += s->lost;
-		t->events_per_s += session_rate(s, now);
-	}
 }
 
 void session_init_clock(void);

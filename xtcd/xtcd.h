@@ -6,6 +6,7 @@
  *   main.c     command line, init chain, signals, teardown
  *   server.c   the attach socket: accept, validate, map, hand over
  *   session.c  one attached producer: drain its rings, account, end
+ *   session_status.c  the sessions' live status (session_int.h: shared)
  *   store.c    segments on disk: blocks, io_uring/pwrite, rotation, init
  *   store_budget.c   the directory list, deletion under the budget, quota
  *   store_recover.c  crash recovery: mend the newest segment, close the
