@@ -693,7 +693,7 @@ struct snap_rec {
 
 /* Copy ring i's readable records to out (room for capacity), dropping any
  * the producer overwrote while we copied.  Returns how many were kept. */
-static size_t ring_copy(uint32_t i, struct snap_rec *out, const struct clock_anchor *now, uint64_t hz)
+static size_t ring_copy(uint32_t i, struct snap_rec *out, const struct clock_conv *conv)
 {
 	struct xtc_shm_ring *r = tail_ring(i);
 	uint64_t lo, head = ring_window(i, &lo), claim, keep_from;
@@ -719,8 +719,7 @@ static size_t ring_copy(uint32_t i, struct snap_rec *out, const struct clock_anc
 	keep_from = claim > lo + cap ? claim - cap : lo;
 	for (uint64_t k = keep_from; k < head; k++) {
 		out[n] = out[k - lo];
-		if (tail_st.hdr->ts_unit == XTC_SHM_TS_TSC)
-			out[n].rec.ts_ns = clock_to_ns(out[n].rec.ts_ns, now, hz);
+		out[n].rec.ts_ns = clock_conv_ns(conv, out[n].rec.ts_ns);
 		n++;
 	}
 	return n;
@@ -737,25 +736,14 @@ static int snap_cmp(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Ticks per second, refined by the time since the segment's anchor. */
-static uint64_t refined_hz(const struct clock_anchor *now)
-{
-	const struct xtc_shm_hdr *h = tail_st.hdr;
-
-	if (h->ts_unit != XTC_SHM_TS_TSC || now->mono_ns < h->anchor_mono_ns + 100000000u ||
-	    now->ts <= h->anchor_ts)
-		return h->ts_hz;
-	return (uint64_t)((unsigned __int128)(now->ts - h->anchor_ts) * 1000000000u /
-	                  (now->mono_ns - h->anchor_mono_ns));
-}
-
 /* A time-ordered copy of every buffered record.  Called with the lock. */
 static int snapshot_locked(struct snap_rec **out, size_t *count)
 {
-	struct clock_anchor now;
+	const struct xtc_shm_hdr *h = tail_st.hdr;
+	struct clock_conv conv;
 	struct snap_rec *all;
 	size_t n = 0, total = 0;
-	uint64_t lo, hz;
+	uint64_t lo;
 
 	*out = NULL;
 	*count = 0;
@@ -767,8 +755,9 @@ static int snapshot_locked(struct snap_rec **out, size_t *count)
 	all = malloc((total + tail_st.capacity) * sizeof *all);
 	if (all == NULL)
 		return -ENOMEM;
-	clock_anchor_take(&now);
-	hz = refined_hz(&now);
+	/* From the header alone, never from a fresh anchor: a record reads
+	 * the same now, later, and in xtcd (see clock_conv). */
+	clock_conv_init(&conv, h->ts_unit, h->ts_hz, h->anchor_ts, h->anchor_mono_ns);
 	for (uint32_t i = 0; i < tail_st.rings; i++) {
 		struct snap_rec *tmp;
 		size_t got;
@@ -780,7 +769,7 @@ static int snapshot_locked(struct snap_rec **out, size_t *count)
 			free(all);
 			return -ENOMEM;
 		}
-		got = ring_copy(i, tmp, &now, hz);
+		got = ring_copy(i, tmp, &conv);
 		if (n + got > total + tail_st.capacity)
 			got = total + tail_st.capacity - n;
 		memcpy(all + n, tmp, got * sizeof *tmp);

@@ -80,12 +80,11 @@ struct recs {
 static struct recs got;   /* static: too big for a thread's stack */
 
 /*
- * How far a decoded timestamp may be from got's.  A dump takes its own
- * xtc_tail_read, and with the TSC clock the recorder converts ticks to ns
- * against an anchor taken at each read, so two reads of one record can
- * differ by some ns.  The "xtcl" and "dial9" cases record with
- * XTC_TAIL_CLOCK=mono, where reads are exact and so is the comparison;
- * the "tsc" case uses the default clock and this slack.
+ * How far a decoded timestamp may be from got's: not at all.  A dump takes
+ * its own xtc_tail_read, and a record's time is a pure function of its
+ * tick and the segment header, so every read of it agrees to the ns,
+ * with the TSC clock (the "tsc" case, the default clock) as with
+ * XTC_TAIL_CLOCK=mono (the "xtcl" and "dial9" cases).
  */
 static uint64_t ts_slack;
 
@@ -121,7 +120,7 @@ static void setup(void)
 static void setup_tsc(void)
 {
 	unsetenv("XTC_TAIL_CLOCK");
-	ts_slack = 2000;
+	ts_slack = 0;
 	setup_recorder();
 }
 

@@ -1339,6 +1339,50 @@ START_TEST(test_tail_timestamps_after_pause)
 }
 END_TEST
 
+/*
+ * A record's time is a pure function of its tick and the segment header:
+ * read before its thread exits and again after (past the 100 ms after
+ * which a reader used to refine the tick rate), under the default clock
+ * (TSC where invariant), every record reads the same nanoseconds, and so
+ * what the ring holds converted by the header's anchor and rate.
+ */
+START_TEST(test_tail_timestamps_stable)
+{
+	static struct recs first;
+	const struct xtc_shm_hdr *h;
+	struct holder ho;
+	int ring;
+
+	unsetenv("XTC_TAIL_CLOCK");
+	xtc_tail_enable(XTC_TAIL_SCHED);
+	holder_start(&ho, 4, 4, 0, 64);
+	collect();
+	assert_got_range(4, 0, 64);
+	first = got;
+	usleep(150000);
+	holder_stop(&ho);
+	collect();
+	assert_got_range(4, 0, 64);
+	h = shm_peek();
+	ring = shm_find_loop(h, 4);
+	for (size_t i = 0; i < 64; i++) {
+		ck_assert_msg(got.r[i].ts_ns == first.r[i].ts_ns,
+		              "record %zu: %llu ns before its thread exited, %llu after", i,
+		              (unsigned long long)first.r[i].ts_ns, (unsigned long long)got.r[i].ts_ns);
+		if (h->ts_unit == XTC_SHM_TS_TSC && ring >= 0) {
+			uint64_t ts = shm_ring(h, (uint32_t)ring)->recs[i].ts;
+			uint64_t ns = h->anchor_mono_ns +
+			              (uint64_t)(((unsigned __int128)(ts - h->anchor_ts) *
+			                          (uint64_t)(((unsigned __int128)1000000000u << 32) /
+			                                     h->ts_hz)) >> 32);
+
+			ck_assert_uint_eq(got.r[i].ts_ns, ns);
+		}
+	}
+	shm_unpeek(h);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------
  * The suite
  */
@@ -1413,6 +1457,7 @@ static Suite *tail_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_loop_test(tc, test_tail_timestamps, 0, 2);
 	tcase_add_test(tc, test_tail_timestamps_after_pause);
+	tcase_add_test(tc, test_tail_timestamps_stable);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -148,56 +148,12 @@ static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, ui
  * Time
  */
 
-static struct clock_anchor daemon_start;
-
-/* ns for a record's tick, with the daemon's own view of the TSC when it
- * has one (same host, same counter), else the producer's anchor. */
-struct ts_conv {
-	struct clock_anchor a;
-	uint64_t hz;
-	uint64_t mult;   /* ns per tick, as a 32.32 fixed-point number */
-	int      ns;     /* ticks are already ns */
-};
-
-static void ts_conv_init(struct ts_conv *c, const struct session *s)
+/* A record's ns: from its tick and the header's unit, rate and anchor
+ * only (clock_conv), as the producer's own xtc_tail_read and dumps
+ * compute it, so that every reader gives it the same time. */
+static void ts_conv_init(struct clock_conv *c, const struct session *s)
 {
-	c->ns = s->hdr.ts_unit == XTC_SHM_TS_MONO_NS;
-	if (c->ns)
-		return;
-	if (clock_use_tsc) {
-		clock_anchor_take(&c->a);
-		c->hz = clock_hz();
-		if (c->a.mono_ns > daemon_start.mono_ns + 1000000000u && c->a.ts > daemon_start.ts)
-			c->hz = (uint64_t)((unsigned __int128)(c->a.ts - daemon_start.ts) * 1000000000u /
-			                   (c->a.mono_ns - daemon_start.mono_ns));
-		return;
-	}
-	c->a.ts = s->hdr.anchor_ts;
-	c->a.mono_ns = s->hdr.anchor_mono_ns;
-	c->hz = s->hdr.ts_hz;
-}
-
-/* A multiply instead of a 128-bit divide per record: the fixed-point
- * rate is exact to 2^-32 of a nanosecond per tick. */
-static void ts_conv_rate(struct ts_conv *c)
-{
-	if (!c->ns)
-		c->mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / c->hz);
-}
-
-/* How far apart two drains' conversions of one tick may come out. */
-#define ANCHOR_JITTER_NS 1000u
-
-static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
-{
-	uint64_t d;
-
-	if (c->ns)
-		return ts;
-	if (ts >= c->a.ts)
-		return c->a.mono_ns + (uint64_t)(((unsigned __int128)(ts - c->a.ts) * c->mult) >> 32);
-	d = (uint64_t)(((unsigned __int128)(c->a.ts - ts) * c->mult) >> 32);
-	return d > c->a.mono_ns ? 0 : c->a.mono_ns - d;
+	clock_conv_init(c, s->hdr.ts_unit, s->hdr.ts_hz, s->hdr.anchor_ts, s->hdr.anchor_mono_ns);
 }
 
 /* ---------------------------------------------------------------------
@@ -209,7 +165,7 @@ static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
  * carrying the ring tail to publish once it is written.  Returns 0, or -1
  * when the store is out of buffers. */
 static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
-                      const struct ts_conv *tc)
+                      const struct clock_conv *tc)
 {
 	struct sring *sr = &s->rings[i];
 	struct xtc_seg_drop *d = store_block_begin(sizeof *d);
@@ -223,7 +179,7 @@ static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
 	d->loop_id = sr->loop_id;
 	d->count = to - from;
 	d->from_ts_ns = sr->last_ts;
-	d->to_ts_ns = ts_to_ns(tc, ring_at(s, i)->recs[(to - 1) & (s->hdr.ring_capacity - 1)].ts);
+	d->to_ts_ns = clock_conv_ns(tc, ring_at(s, i)->recs[(to - 1) & (s->hdr.ring_capacity - 1)].ts);
 	d->cause = 5;
 	sr->last_ts = d->to_ts_ns; /* d moves at store_block_end() */
 	store_block_end(XTC_BLK_DROP, 0, sizeof *d, &c);
@@ -237,7 +193,7 @@ static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
  * while the uid is over its quota).  Returns how many were taken (fewer
  * when the store is out of buffers). */
 static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint64_t to,
-                              const struct ts_conv *tc)
+                              const struct clock_conv *tc)
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
@@ -268,16 +224,7 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 			const volatile struct xtc_shm_rec *src = &r->recs[(from + done + k) & mask];
 			xtc_tail_rec_t rec;
 
-			/* Each drain converts TSC ticks with a fresh clock
-			 * anchor, some tens of ns off the last one: hold a
-			 * record that comes out a little before its predecessor
-			 * at the predecessor's time.  Anything more is what the
-			 * producer wrote, and shows. */
-			rec.ts_ns = ts_to_ns(tc, src->ts);
-			if (!tc->ns && rec.ts_ns < sr->ts_floor &&
-			    sr->ts_floor - rec.ts_ns < ANCHOR_JITTER_NS)
-				rec.ts_ns = sr->ts_floor;
-			sr->ts_floor = rec.ts_ns;
+			rec.ts_ns = clock_conv_ns(tc, src->ts);
 			rec.source = src->source;
 			rec.kind = src->kind;
 			rec.pid.loop_id = src->loop_id;
@@ -355,7 +302,7 @@ static void ring_touch_ahead(struct session *s, uint32_t i, uint64_t head)
  * DROP, then the rest, so the DROP sits where the loss happened.  A ring
  * cannot fill, and so cannot drop, before its head reaches the tail we
  * had published at the previous drain plus its capacity. */
-static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
+static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *tc)
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
@@ -385,7 +332,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		 * switched to drop-new while full. */
 		uint64_t gone = head - cap - sr->read;
 
-		if (drop_block(s, i, gone, 2, ts_to_ns(tc, r->recs[(head - cap) & (cap - 1)].ts)) < 0)
+		if (drop_block(s, i, gone, 2, clock_conv_ns(tc, r->recs[(head - cap) & (cap - 1)].ts)) < 0)
 			return;
 		sr->read = head - cap;
 	}
@@ -398,7 +345,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		if (sr->read < boundary)
 			return; /* out of buffers: the DROP waits for its place */
 		if (drop_block(s, i, dropped - sr->last_dropped, 1,
-		               sr->read < head ? ts_to_ns(tc, r->recs[sr->read & (cap - 1)].ts)
+		               sr->read < head ? clock_conv_ns(tc, r->recs[sr->read & (cap - 1)].ts)
 		                               : mono_ns()) < 0)
 			return;
 		sr->last_dropped = dropped;
@@ -436,7 +383,7 @@ static void no_ring_drain(struct session *s)
 
 static void session_drain(struct session *s)
 {
-	struct ts_conv tc;
+	struct clock_conv tc;
 
 	if (s->header_changed)
 		return;
@@ -447,7 +394,6 @@ static void session_drain(struct session *s)
 		return;
 	}
 	ts_conv_init(&tc, s);
-	ts_conv_rate(&tc);
 	for (uint32_t i = 0; i < s->hdr.ring_count; i++)
 		ring_drain(s, i, &tc);
 	no_ring_drain(s);
@@ -873,5 +819,4 @@ void session_init_clock(void);
 void session_init_clock(void)
 {
 	clock_setup();
-	clock_anchor_take(&daemon_start);
 }

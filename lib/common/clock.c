@@ -102,16 +102,3 @@ uint64_t clock_hz(void)
 	return clock_rate;
 }
 
-uint64_t clock_to_ns(uint64_t ts, const struct clock_anchor *a, uint64_t hz)
-{
-	unsigned __int128 d;
-
-	if (hz == 0)
-		return a->mono_ns;
-	if (ts >= a->ts) {
-		d = (unsigned __int128)(ts - a->ts) * 1000000000u / hz;
-		return a->mono_ns + (uint64_t)d;
-	}
-	d = (unsigned __int128)(a->ts - ts) * 1000000000u / hz;
-	return d > a->mono_ns ? 0 : a->mono_ns - (uint64_t)d;
-}

@@ -67,13 +67,46 @@ void clock_setup(void);
 /* enum xtc_shm_ts_unit of clock_now(). */
 uint32_t clock_unit(void);
 
-/* Ticks per second of clock_now(): calibrated, refined by later anchors. */
+/* Ticks per second of clock_now(), as calibrated by clock_setup(). */
 uint64_t clock_hz(void);
 
 /* Take an anchor now. */
 void clock_anchor_take(struct clock_anchor *a);
 
-/* Convert tick `ts` to CLOCK_MONOTONIC ns using anchor `a` and rate hz. */
-uint64_t clock_to_ns(uint64_t ts, const struct clock_anchor *a, uint64_t hz);
+/*
+ * A record's time in CLOCK_MONOTONIC ns: a pure function of its tick and
+ * the producer's segment header (unit, rate, anchor), so that every reader
+ * of the same record (xtc_tail_read, the dumps, xtcd and so everything
+ * that reads its segments) gives the same nanoseconds, every time.  A
+ * multiply instead of a 128-bit divide per record: the 32.32 fixed-point
+ * rate is exact to 2^-32 ns per tick.
+ */
+struct clock_conv {
+	uint64_t anchor_ts;
+	uint64_t anchor_ns;
+	uint64_t mult;     /* ns per tick, 32.32 fixed point */
+	int      ns;       /* ticks are ns already */
+};
+
+static inline void clock_conv_init(struct clock_conv *c, uint32_t unit, uint64_t hz,
+                                   uint64_t anchor_ts, uint64_t anchor_ns)
+{
+	c->ns = unit != XTC_SHM_TS_TSC || hz == 0;
+	c->anchor_ts = anchor_ts;
+	c->anchor_ns = anchor_ns;
+	c->mult = c->ns ? 0 : (uint64_t)(((unsigned __int128)1000000000u << 32) / hz);
+}
+
+static inline uint64_t clock_conv_ns(const struct clock_conv *c, uint64_t ts)
+{
+	uint64_t d;
+
+	if (c->ns)
+		return ts;
+	if (ts >= c->anchor_ts)
+		return c->anchor_ns + (uint64_t)(((unsigned __int128)(ts - c->anchor_ts) * c->mult) >> 32);
+	d = (uint64_t)(((unsigned __int128)(c->anchor_ts - ts) * c->mult) >> 32);
+	return d > c->anchor_ns ? 0 : c->anchor_ns - d;
+}
 
 #endif /* XTC_LIB_CLOCK_H */
