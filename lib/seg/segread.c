@@ -12,9 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -772,64 +770,6 @@ const struct segread_session *segread_session_find(const struct segread *r, uint
 const char *segread_dir(const struct segread *r)
 {
 	return r->dir;
-}
-
-/* ---- names ---- */
-
-static const char *const kind_names[] = {
-	"SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM",
-	"LOOP_POLL", "PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL",
-	"LIFECYCLE_DROP",
-};
-
-static const char *const end_reason_names[] = {
-	NULL, "detached", "producer_died", "daemon_shutdown", "corrupt", "io_error",
-	"daemon_crashed",
-};
-
-static const char *const drop_cause_names[] = {
-	NULL, "ring_full", "overwritten", NULL, "no_free_ring", "quota",
-};
-
-static const char *const corrupt_reason_names[] = {
-	NULL, "head_backwards", "head_jumped", "dropped_backwards",
-};
-
-/* names[v] when it exists, else "<prefix><v>" formatted in buf. */
-static const char *name_of(const char *const *names, size_t count, uint32_t v,
-                           const char *prefix, char *buf, size_t len)
-{
-	if (v < count && names[v])
-		return names[v];
-	snprintf(buf, len, "%s%" PRIu32, prefix, v);
-	return buf;
-}
-
-#define NAME_OF(tab, v, prefix, buf, len) \
-	name_of(tab, sizeof(tab) / sizeof(tab[0]), v, prefix, buf, len)
-
-/* An event kind's name. */
-const char *segread_kind_name(uint32_t kind, char *buf, size_t len)
-{
-	return NAME_OF(kind_names, kind, "KIND_", buf, len);
-}
-
-/* A SESSION_END reason's name. */
-const char *segread_end_reason_name(uint32_t reason, char *buf, size_t len)
-{
-	return NAME_OF(end_reason_names, reason, "reason_", buf, len);
-}
-
-/* A DROP cause's name. */
-const char *segread_drop_cause_name(uint32_t cause, char *buf, size_t len)
-{
-	return NAME_OF(drop_cause_names, cause, "cause_", buf, len);
-}
-
-/* A CORRUPT block's reason's name. */
-const char *segread_corrupt_reason_name(uint32_t reason, char *buf, size_t len)
-{
-	return NAME_OF(corrupt_reason_names, reason, "reason_", buf, len);
 }
 
 /* Read and check the file header; 1 valid, 0 missing or bad, -errno. */

@@ -698,7 +698,7 @@ static void sess_end_words(const struct rp_sess *s, char *buf, size_t len)
 		         "without closing it)");
 	else
 		snprintf(buf, len, "%s%s",
-		         segread_end_reason_name(s->end.reason, reason, sizeof(reason)),
+		         segname_end_reason(s->end.reason, reason, sizeof(reason)),
 		         s->end.complete ? ", complete" : ", INCOMPLETE");
 }
 
@@ -709,12 +709,12 @@ static void text_heading(struct report *rep, const char *dir)
 	char a[64], b[64], d[32];
 
 	seg_dir_usage(dir, &segs, &bytes, &first, &last);
-	fprintf(rep->out, "xtcd report of %s: %zu session%s, %" PRIu64 " segment%s (%.1f MiB)",
+	fprintf(rep->out, "xtcd report of %s: %zu session%s, %" PRIu64 " segment%s (%s)",
 	        dir, rep->nsess, rep->nsess == 1 ? "" : "s", segs, segs == 1 ? "" : "s",
-	        (double)bytes / (1024.0 * 1024.0));
+	        print_bytes(d, sizeof(d), bytes));
 	if (rep->view_events)
 		fprintf(rep->out, ", %s .. %s (%s), %" PRIu64 " events",
-		        rp_time(a, sizeof(a), rep->view_first), rp_clock(b, sizeof(b), rep->view_last),
+		        print_wall(a, sizeof(a), rep->view_first), print_wall_clock(b, sizeof(b), rep->view_last),
 		        print_duration(d, sizeof(d), rep->view_last - rep->view_first), rep->view_events);
 	fputc('\n', rep->out);
 	if (rep->ro->filter.has_loop || rep->ro->filter.has_kind || rep->ro->filter.has_since ||
@@ -752,7 +752,7 @@ static void text_record(struct report *rep)
 			        "them\n", s->end.dropped - s->dropped_seen);
 		if (s->evicted)
 			fprintf(rep->out, "    its older records were deleted under the byte budget: "
-			        "nothing is known before %s\n", rp_time(a, sizeof(a), s->first_t));
+			        "nothing is known before %s\n", print_wall(a, sizeof(a), s->first_t));
 		if (s->corrupt_rings)
 			fprintf(rep->out, "    %" PRIu64 " ring%s taken out of draining as corrupt\n",
 			        s->corrupt_rings, s->corrupt_rings == 1 ? "" : "s");
@@ -763,8 +763,8 @@ static void text_record(struct report *rep)
 	for (size_t i = 0; i < rep->ndamage; i++)
 		fprintf(rep->out, "  damaged data in segment %06" PRIu64 ": records of any session "
 		        "may be missing from %s to %s\n", rep->damage[i].seq,
-		        rp_time(a, sizeof(a), rep->damage[i].from),
-		        rep->damage[i].to == UINT64_MAX ? "the end" : rp_time(b, sizeof(b),
+		        print_wall(a, sizeof(a), rep->damage[i].from),
+		        rep->damage[i].to == UINT64_MAX ? "the end" : print_wall(b, sizeof(b),
 		                                                              rep->damage[i].to));
 }
 
@@ -804,7 +804,7 @@ static void json_record(struct report *rep, const char *dir)
 			fprintf(rep->out, "{\"reason\":\"%s\",\"complete\":%s,\"real_ns\":%" PRIu64
 			        ",\"produced\":%" PRIu64 ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 			        ",\"lost\":%" PRIu64 "}",
-			        segread_end_reason_name(s->end.reason, reason, sizeof(reason)),
+			        segname_end_reason(s->end.reason, reason, sizeof(reason)),
 			        s->end.complete ? "true" : "false", s->end_t, s->end.produced,
 			        s->end.written, s->end.dropped, s->end.lost);
 		else
@@ -815,9 +815,9 @@ static void json_record(struct report *rep, const char *dir)
 
 			fprintf(rep->out, "%s{\"loop\":%lld,\"ring\":%" PRIu32 ",\"count\":%" PRIu64
 			        ",\"from_real_ns\":%" PRIu64 ",\"to_real_ns\":%" PRIu64 ",\"cause\":\"%s\"}",
-			        k ? "," : "", rp_loop_json(s->drops[k].loop), s->drops[k].ring,
+			        k ? "," : "", print_loop_json(s->drops[k].loop), s->drops[k].ring,
 			        s->drops[k].count, s->drops[k].from, s->drops[k].to,
-			        segread_drop_cause_name(s->drops[k].cause, cause, sizeof(cause)));
+			        segname_drop_cause(s->drops[k].cause, cause, sizeof(cause)));
 		}
 		fputs("]}\n", rep->out);
 	}

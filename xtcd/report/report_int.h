@@ -39,12 +39,13 @@
 #include <stdio.h>
 
 #include "xtcd/read/print.h"
+#include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 
 #include "xtcd/report/report.h"
 #include "xtcd/read/read.h"
 
-#define RP_NKINDS     15        /* SPAWN .. LIFECYCLE_DROP; more count as other */
+#define RP_NKINDS     SEGNAME_NKINDS /* named kinds; more count as other */
 #define RP_MERGE_MAX  (1u << 21) /* records a session may hold back for order */
 #define RP_PROOF      6         /* proving events kept per finding */
 #define RP_WORST      5         /* worst latencies kept per session */
@@ -88,16 +89,7 @@ void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src);
 unsigned rp_hist_index(uint64_t v);
 uint64_t rp_hist_low(unsigned i);
 
-/* "12.345us", "1.500ms", "2.000s", "3m04s", "5h06m". */
-/* Local "YYYY-MM-DD HH:MM:SS.uuuuuu" and its "HH:MM:SS.uuuuuu" tail. */
-const char *rp_time(char *buf, size_t len, uint64_t real_ns);
-const char *rp_clock(char *buf, size_t len, uint64_t real_ns);
-/* A loop id, "-" for none. */
-const char *rp_loop_name(char *buf, size_t len, uint32_t loop);
-/* A JSON loop value: the id, or -1 for none. */
-long long rp_loop_json(uint32_t loop);
-/* "loop.local.gen" */
-const char *rp_pid_name(char *buf, size_t len, const xtc_pid_t *pid);
+/* Times, durations, loops and procs as text: xtcd/read/print.h. */
 /* A kind's name ("WAKE") or "KIND_n". */
 const char *rp_kind(uint32_t kind);
 
@@ -284,7 +276,6 @@ enum {
 	RFF_NONE = 0,
 	RFF_UNTAGGED,            /* NOT_HANDED_ON: no REAP for the task, an
 	                          * unexplained REAP 0 on its loop after the submit */
-	RFF_SHORT,               /* SUBMIT_FAIL: a short submit */
 };
 
 struct rp_finding {

@@ -453,19 +453,19 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 			snprintf(busy, sizeof(busy), "-");
 		}
 		fprintf(rep->out, "    %5s %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %7" PRIu64
-		        " %-22s %6s  %s\n", rp_loop_name(lb, sizeof(lb), l->loop), l->view_events,
+		        " %-22s %6s  %s\n", print_loop(lb, sizeof(lb), l->loop), l->view_events,
 		        l->view_polls, l->poll_full, l->pf_runs, run, busy,
-		        l->events ? rp_clock(t, sizeof(t), l->last_t) : "-");
+		        l->events ? print_wall_clock(t, sizeof(t), l->last_t) : "-");
 	}
 	if (!any_busy) {
 		fprintf(rep->out, "    busy share: no data (no RUN and PARK records of procs to time "
 		        "them: nothing ran, or the SCHED source is off)\n");
 	} else {
 		fprintf(rep->out, "    busy %% by tenth of %s .. %s:\n",
-		        rp_clock(a, sizeof(a), s->view_first), rp_clock(b, sizeof(b), s->view_last));
+		        print_wall_clock(a, sizeof(a), s->view_first), print_wall_clock(b, sizeof(b), s->view_last));
 		for (size_t i = 0; i < s->nloops; i++) {
 			report_loops_slices(rep, &s->loops[i], s->view_first, s->view_last, pct, RP_SLICES);
-			fprintf(rep->out, "    %5s ", rp_loop_name(lb, sizeof(lb), s->loops[i].loop));
+			fprintf(rep->out, "    %5s ", print_loop(lb, sizeof(lb), s->loops[i].loop));
 			for (int k = 0; k < RP_SLICES; k++)
 				fprintf(rep->out, pct[k] < 0 ? "   -" : " %3d", pct[k]);
 			fputc('\n', rep->out);
@@ -474,9 +474,9 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 	if (imbalance_of(s, &im))
 		fprintf(rep->out, "    %s: loop %s carries %.0f%% of the %s of %zu loops (%.1fx an even "
 		        "share); loop %s the least, %.0f%%\n",
-		        im.ratio >= 1.5 ? "IMBALANCED" : "balance", rp_loop_name(a, sizeof(a),
+		        im.ratio >= 1.5 ? "IMBALANCED" : "balance", print_loop(a, sizeof(a),
 		        s->loops[im.max].loop), im.max_share * 100, im.by_busy ? "busy time" : "records",
-		        im.nloops, im.ratio, rp_loop_name(b, sizeof(b), s->loops[im.min].loop),
+		        im.nloops, im.ratio, print_loop(b, sizeof(b), s->loops[im.min].loop),
 		        im.min_share * 100);
 }
 
@@ -514,7 +514,7 @@ void report_loops_json(struct report *rep)
 			        ",\"longest_poll_full_run\":%" PRIu64 ",\"first_real_ns\":%" PRIu64
 			        ",\"last_real_ns\":%" PRIu64 ",\"procs_spawned\":%" PRIu64 ",\"procs_exited\":%"
 			        PRIu64 ",\"untagged_reaps\":%" PRIu64 ",\"unexplained_untagged_reaps\":%" PRIu64
-			        ",\"busy_ns\":%" PRIu64, s->id, rp_loop_json(l->loop), l->events,
+			        ",\"busy_ns\":%" PRIu64, s->id, print_loop_json(l->loop), l->events,
 			        l->view_events, l->view_polls, l->poll_full, l->pf_runs, l->pf_long_n,
 			        l->first_t, l->last_t, l->spawned, l->exited, l->reap0, l->reap0_unexplained,
 			        l->view_busy_ns);
@@ -532,8 +532,8 @@ void report_loops_json(struct report *rep)
 			fprintf(rep->out, "{\"type\":\"imbalance\",\"session\":%" PRIu64 ",\"loops\":%zu"
 			        ",\"by\":\"%s\",\"max_loop\":%lld,\"max_share\":%.4f,\"min_loop\":%lld"
 			        ",\"min_share\":%.4f,\"ratio_to_even\":%.3f,\"imbalanced\":%s}\n", s->id,
-			        im.nloops, im.by_busy ? "busy" : "records", rp_loop_json(s->loops[im.max].loop),
-			        im.max_share, rp_loop_json(s->loops[im.min].loop), im.min_share, im.ratio,
+			        im.nloops, im.by_busy ? "busy" : "records", print_loop_json(s->loops[im.max].loop),
+			        im.max_share, print_loop_json(s->loops[im.min].loop), im.min_share, im.ratio,
 			        im.ratio >= 1.5 ? "true" : "false");
 	}
 }
