@@ -956,11 +956,6 @@ void store_flush(void)
 	submit_next();
 }
 
-int store_idle(void)
-{
-	return st.inflight == NULL && st.qlen == 0 && (st.filling == NULL || st.filling->len == 0);
-}
-
 /* Block until the write in flight completes, so a buffer frees up: for
  * the few records that must not wait for the loop (a session's start).
  * Returns 0, or -1 when nothing is in flight to wait for. */

@@ -167,8 +167,7 @@ static void draw_drops(FILE *f, const struct report *rep, const struct frame *fr
 
 			if (d->to < fr->from || d->from > fr->to)
 				continue;
-			if (d->loop != lanes[i].l->loop && d->loop != XTC_TAIL_LOOP_NONE &&
-			    d->cause != XTC_DROP_NO_FREE_RING)
+			if (!report_drop_on_loop(d, lanes[i].l->loop))
 				continue;
 			x0 = x_of(fr, d->from);
 			x1 = x_of(fr, d->to);

@@ -129,7 +129,7 @@ int rp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 /* ---- histogram ---- */
 
 /* Exact below RP_HIST_SUB; above, 32 linear buckets per power of two. */
-unsigned rp_hist_index(uint64_t v)
+static unsigned hist_index(uint64_t v)
 {
 	unsigned e;
 
@@ -160,7 +160,7 @@ void rp_hist_add(struct rp_hist *h, uint64_t v)
 		h->max = v;
 	h->n++;
 	h->sum += v;
-	h->b[rp_hist_index(v)]++;
+	h->b[hist_index(v)]++;
 }
 
 /* The value at quantile q: the top of the bucket holding it. */
@@ -186,21 +186,6 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 		}
 	}
 	return h->max;
-}
-
-/* Add src's counts to dst. */
-void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
-{
-	if (src->n == 0)
-		return;
-	if (dst->n == 0 || src->min < dst->min)
-		dst->min = src->min;
-	if (src->max > dst->max)
-		dst->max = src->max;
-	dst->n += src->n;
-	dst->sum += src->sum;
-	for (unsigned i = 0; i < RP_HIST_N; i++)
-		dst->b[i] += src->b[i];
 }
 
 /* ---- formatting ---- */
