@@ -2,10 +2,10 @@
 # xtcd --export chrome|dial9|xtcl against a recorded fixture (loadgen, the
 # demo's realistic mix, and an overloaded session with drops):
 #  - chrome: valid JSON; every event has name/ph/ts/pid/tid; names for
-#    every process and track; RUN slices (B/E pairs) on a track never
-#    overlap; every record's time is exact; drops and session ends are
-#    named markers (how viewers' double arithmetic sees the slices, and the
-#    viewers themselves: tests/e2e_viewers.sh);
+#    every process and track; RUN slices on a track never overlap; every
+#    record's time is exact; drops and session ends are named markers (how
+#    viewers' double arithmetic sees the slices, and the viewers
+#    themselves: tests/e2e_chrome_viewers.sh);
 #  - dial9: parsed frame by frame against the spec's framing (TRC\0,
 #    version 1, schema before use, exact timestamps through resets);
 #  - xtcl: the seed-000 header and every varint record;
@@ -78,7 +78,7 @@ for e in ev:
     for k in ("name", "ph", "ts", "pid", "tid"):
         if k not in e:
             fail("event without %s: %r" % (k, e))
-    if e["ph"] not in "MBEistf":
+    if e["ph"] not in "MXistf":
         fail("unexpected phase: %r" % e)
     if e["ph"] == "i" and e.get("s") not in ("t", "p", "g"):
         fail("instant without a scope: %r" % e)
@@ -88,25 +88,14 @@ threads = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "
 for e in ev:
     if e["ph"] != "M" and e["pid"] not in procs:
         fail("no process_name for pid %d" % e["pid"])
-    if (e["ph"] in "BEstf" or e.get("s") == "t") and (e["pid"], e["tid"]) not in threads:
+    if (e["ph"] in "Xstf" or e.get("s") == "t") and (e["pid"], e["tid"]) not in threads:
         fail("no thread_name for %r" % ((e["pid"], e["tid"]),))
-# B/E pairs, matched as a viewer does: an E ends the B open on its track
-tracks, open_ = defaultdict(list), {}
+tracks = defaultdict(list)
 for e in ev:
-    k = (e["pid"], e["tid"])
-    if e["ph"] == "B":
-        if k in open_:
-            fail("a B while a slice is open on track %r: %r" % (k, e))
-        open_[k] = e
-    elif e["ph"] == "E":
-        b = open_.pop(k, None)
-        if b is None or b["name"] != e["name"] or e["ts"] < b["ts"]:
-            fail("an E that ends no open slice on track %r: %r" % (k, e))
-        if ns(e["ts"]) - ns(b["ts"]) != e["args"]["dur_ns"]:
-            fail("dur_ns %d is not E - B: %r %r" % (e["args"]["dur_ns"], b, e))
-        tracks[k].append((ns(b["ts"]), ns(e["ts"])))
-if open_:
-    fail("slices never ended: %r" % open_)
+    if e["ph"] == "X":
+        if e["dur"] < 0 or abs(e["dur"] * 1000 - e["args"]["dur_ns"]) > Decimal("0.001"):
+            fail("dur is not the slice's length in args.dur_ns: %r" % e)
+        tracks[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["ts"]) + e["args"]["dur_ns"]))
 for t, sl in tracks.items():
     sl.sort()
     for (a0, a1), (b0, b1) in zip(sl, sl[1:]):
@@ -132,7 +121,7 @@ print("ok: chrome: %d events, %d tracks, %d slices without overlap, %d instants,
       "%d end markers, every time exact" % (len(ev), len(threads), len(xs), len(inst), len(dm), len(em)))
 
 f = load_chrome(T + "/run.json")["traceEvents"]
-names = Counter(e["name"].split(" ")[0] for e in f if e["ph"] not in "ME")
+names = Counter(e["name"].split(" ")[0] for e in f if e["ph"] != "M")
 want_runs = sum(1 for r in events if r["session"] == sid and r["kind"] == "RUN")
 want_parks = sum(1 for r in events if r["session"] == sid and r["kind"] == "PARK")
 if names["RUN"] != want_runs or names["PARK"] != want_parks or set(names) - {"RUN", "PARK", "SESSION"}:

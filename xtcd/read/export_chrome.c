@@ -10,11 +10,11 @@
  *   - one thread track per loop: tid is the loop id (of the event's pid, as
  *     --loop), named "loop N" ("ring R (no loop)", tid 1000000 + R, for
  *     events with no loop);
- *   - RUN begins a slice ("B") named after the proc, which ends ("E") at
- *     that proc's PARK or EXIT, at the next RUN on the same track (one proc
- *     runs on a loop at a time), at the loop's last record before a DROP,
- *     or at the session's end or the end of the record, whichever comes
- *     first (the E's args.ended_by says which, args.dur_ns how long), so
+ *   - RUN begins a complete ("X") slice named after the proc, which ends
+ *     at that proc's PARK or EXIT, at the next RUN on the same track (one
+ *     proc runs on a loop at a time), at the loop's last record before a
+ *     DROP, or at the session's end or the end of the record, whichever
+ *     comes first (args.ended_by says which, args.dur_ns how long), so
  *     slices on a track never overlap;
  *   - every other kind is a thread-scoped instant ("i") named after its
  *     kind, args {pid, detail, raw};
@@ -28,17 +28,21 @@
  *     that resumed the proc, so the viewers draw arrows from the parked
  *     task to the waker and on to the run.  A chain that never completed
  *     (the report's finding) carries its verdict in args.chain_verdict,
- *     chain_class and chain_why of its PARK_TASK instant and of the slice
- *     its PARK ended.
+ *     chain_class and chain_why of its PARK_TASK and PARK instants and of
+ *     the slice its PARK ended.
  *
- * Why B/E and not X: a viewer reads ts as a double of microseconds and
- * would add dur to it; 228817.404 + 0.07 is 228817.47400000002, past the
- * next slice's 228817.474, and the slices no longer nest.  An E's ts is
- * the same text as the next B's, so whatever arithmetic a viewer uses, a
- * slice ends exactly where the next begins.  ts are microseconds with
- * three decimals (exact ns) from an origin: the whole wall-clock second
- * before the first record, given in otherData.origin, so the fraction of a
- * ts is the wall-clock fraction.
+ * Slices that nest in a viewer's arithmetic: a viewer reads ts and dur as
+ * doubles of microseconds and adds them.  With dur printed as the exact
+ * difference in ns (0.07 here), 228817.404 + 0.07 is 228817.47400000002,
+ * past the next slice's 228817.474, and the slices no longer nest.  So ts
+ * is exact ns in decimal (three decimals) and dur is the double that,
+ * added to ts's double, gives the end's (the next ts's) double exactly:
+ * 0.069999999992433563 here; args.dur_ns has the exact length.  (B/E
+ * pairs would avoid the sum, but the DevTools engine matches every E to
+ * the last B of any thread, so B/E on several tracks come apart there.)
+ * ts count from an origin: the whole wall-clock second before the first
+ * record, given in otherData.origin, so the fraction of a ts is the
+ * wall-clock fraction.
  *
  * Flow events bind to the event with the same ts, pid, tid and cat (the
  * DevTools rule; Perfetto binds "s"/"t" to the slice enclosing their ts):
@@ -59,6 +63,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +91,7 @@ struct track {
 	int      open;           /* a RUN slice is open */
 	xtc_pid_t run_pid;       /* whose */
 	uint64_t run_real;       /* since when (wall ns) */
+	uint64_t run_detail;     /* the RUN's wake-to-run latency */
 	uint64_t free_at;        /* where the last slice ended */
 	uint64_t last_real;      /* the last event on the track */
 };
@@ -450,31 +456,48 @@ static int run_name(char *buf, size_t len, xtc_pid_t pid)
 	                pid.local_id, pid.gen);
 }
 
-/* Begin t's slice at a RUN record. */
-static void slice_open(struct chrome *c, struct track *t, const struct segread_item *it)
+/* Begin t's slice at a RUN record (written when it ends). */
+static void slice_open(struct track *t, const struct segread_item *it)
 {
-	const xtc_tail_rec_t *r = &it->u.event.rec;
-	char name[80];
-	int len = run_name(name, sizeof(name), r->pid);
-
 	t->open = 1;
-	t->run_pid = r->pid;
+	t->run_pid = it->u.event.rec.pid;
 	t->run_real = it->real_ns;
-	ev_begin(c, name, (size_t)len, 'B');
-	fputs(",\"cat\":\"task\"", c->x->out);
-	ev_track(c, t, it->real_ns);
-	fprintf(c->x->out, ",\"args\":{\"pid\":\"%" PRIu32 ".%" PRIu32 ".%" PRIu64
-	        "\",\"wake_to_run_us\":", r->pid.loop_id, r->pid.local_id, r->pid.gen);
-	put_us(c->x->out, r->detail);
-	fputs("}}", c->x->out);
+	t->run_detail = it->u.event.rec.detail;
 }
 
-/* End the open slice of t at end (not before its start); more: further
- * args (after a comma) or NULL. */
+/* "123.456" of ns from the origin, into buf. */
+static void us_text(const struct chrome *c, uint64_t real, char *buf, size_t len)
+{
+	uint64_t ns = real > c->origin ? real - c->origin : 0;
+
+	snprintf(buf, len, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
+/*
+ * The dur of a slice from ts text a to ts text b, as text: the double a
+ * viewer adds to a's double to get b's.  b - a of two doubles this close
+ * is exact, so ts + dur lands on the next slice's ts itself, never past
+ * it; printed in the fewest digits that read back as that double.
+ */
+static void dur_text(const char *a, const char *b, char *buf, size_t len)
+{
+	double t0 = strtod(a, NULL), t1 = strtod(b, NULL), d = t1 - t0;
+
+	while (d > 0 && t0 + d > t1)          /* not with a sane origin; kept safe */
+		d = nextafter(d, 0);
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			return;
+	}
+}
+
+/* Write the open slice of t as an "X" ending at end (not before its
+ * start); more: further args (after a comma) or NULL. */
 static void slice_close(struct chrome *c, struct track *t, uint64_t end, const char *why,
                         const char *more)
 {
-	char name[80];
+	char name[80], ts[32], te[32], dur[40];
 	int len;
 
 	if (!t->open)
@@ -484,12 +507,17 @@ static void slice_close(struct chrome *c, struct track *t, uint64_t end, const c
 		end = t->run_real;
 	t->free_at = end;
 	c->slices++;
+	us_text(c, t->run_real, ts, sizeof(ts));
+	us_text(c, end, te, sizeof(te));
+	dur_text(ts, te, dur, sizeof(dur));
 	len = run_name(name, sizeof(name), t->run_pid);
-	/* no cat: a flow ending at the next RUN binds to the first event
-	 * with its ts, pid, tid and cat, which must be that RUN's B */
-	ev_begin(c, name, (size_t)len, 'E');
-	ev_track(c, t, end);
-	fprintf(c->x->out, ",\"args\":{\"ended_by\":\"%s\",\"dur_ns\":%" PRIu64 "%s}}", why,
+	ev_begin(c, name, (size_t)len, 'X');
+	fprintf(c->x->out, ",\"cat\":\"task\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%"
+	        PRIu32 ",\"args\":{\"pid\":\"%" PRIu32 ".%" PRIu32 ".%" PRIu64
+	        "\",\"wake_to_run_us\":", ts, dur, t->pid, t->tid, t->run_pid.loop_id,
+	        t->run_pid.local_id, t->run_pid.gen);
+	put_us(c->x->out, t->run_detail);
+	fprintf(c->x->out, ",\"ended_by\":\"%s\",\"dur_ns\":%" PRIu64 "%s}}", why,
 	        end - t->run_real, more ? more : "");
 }
 
@@ -531,7 +559,7 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
 		if (it->real_ns < (t->open ? t->run_real : t->free_at))
 			break;
 		slice_close(c, t, it->real_ns, "next RUN", NULL);
-		slice_open(c, t, it);
+		slice_open(t, it);
 		return;
 	case XTC_TAIL_PARK:
 	case XTC_TAIL_EXIT:
@@ -555,8 +583,7 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
 	fprintf(c->x->out, ",\"args\":{\"pid\":\"%" PRIu32 ".%" PRIu32 ".%" PRIu64 "\",\"detail\":",
 	        r->pid.loop_id, r->pid.local_id, r->pid.gen);
 	print_json_string(c->x->out, det, strlen(det));
-	fprintf(c->x->out, ",\"raw\":%" PRIu64 "%s}}", r->detail,
-	        r->kind == XTC_TAIL_PARK_TASK && verdict ? verdict : "");
+	fprintf(c->x->out, ",\"raw\":%" PRIu64 "%s}}", r->detail, verdict ? verdict : "");
 }
 
 /* Close every open slice of a session (0: of every session) at end, or
