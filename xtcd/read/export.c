@@ -257,8 +257,8 @@ static int export_binary(struct export *x, const char *dir, const char *format)
 		goto out;
 	}
 	gather_notes(&g, format);
-	fprintf(stderr, "xtcd: --export %s: wrote %zu events; drops cannot be shown (%" PRIu64
-	        " DROP records in the selection)\n", format, g.n, g.drops);
+	fprintf(stderr, "xtcd: --export %s: %zu events, no flows, no drops (the format has "
+	        "neither; %" PRIu64 " DROP records left out)\n", format, g.n, g.drops);
 out:
 	free(g.rec);
 	return status;
