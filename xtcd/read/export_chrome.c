@@ -477,7 +477,8 @@ static void us_text(const struct chrome *c, uint64_t real, char *buf, size_t len
  * The dur of a slice from ts text a to ts text b, as text: the double a
  * viewer adds to a's double to get b's.  b - a of two doubles this close
  * is exact, so ts + dur lands on the next slice's ts itself, never past
- * it; printed in the fewest digits that read back as that double.
+ * it; printed in the fewest digits (from 15) that read back as that
+ * double.
  */
 static void dur_text(const char *a, const char *b, char *buf, size_t len)
 {
@@ -485,7 +486,7 @@ static void dur_text(const char *a, const char *b, char *buf, size_t len)
 
 	while (d > 0 && t0 + d > t1)          /* not with a sane origin; kept safe */
 		d = nextafter(d, 0);
-	for (int prec = 1; prec <= 17; prec++) {
+	for (int prec = 15; prec <= 17; prec++) {     /* %g drops trailing zeros */
 		snprintf(buf, len, "%.*g", prec, d);
 		if (strtod(buf, NULL) == d)
 			return;
