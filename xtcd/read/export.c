@@ -2,44 +2,26 @@
  * xtcd/read/export.c - xtcd --export FORMAT DIR [filters] > FILE: the records
  * of a segment directory in a format other tools open.
  *
- *   int xtcd_export(const char *format, const char *dir,
- *                   const struct read_opts *o, FILE *out);
+ *   int xtcd_export(const char *format, const char *dir, const char *out_dir,
+ *                   const struct read_opts *o, export_chains_fn chains,
+ *                   FILE *out);
  *
- * chrome  Chrome trace event JSON ({"traceEvents":[...]}), for the Perfetto
- *         UI (ui.perfetto.dev) and chrome://tracing:
- *           - one process per session: pid is the OS pid, named
- *             "COMM [PID] session ID" by process_name metadata (a second
- *             exported session of the same OS pid, after a re-attach, gets
- *             pid 1073741824 + its session id, so tracks never merge);
- *           - one thread track per loop: tid is the loop id (of the
- *             event's pid, as --loop), named "loop N" ("ring R (no
- *             loop)", tid 1000000 + R, for events with no loop);
- *           - RUN starts a complete ("X") slice named after the proc,
- *             which ends at that proc's PARK or EXIT, at the next RUN on
- *             the same track (one proc runs on a loop at a time), at the
- *             loop's last record before a DROP, or at the session's end or
- *             the end of the record, whichever comes first (args.ended_by
- *             says which), so slices on a track never overlap;
- *           - every other kind is a thread-scoped instant ("i") event
- *             named after its kind, args {pid, detail, raw};
- *           - DROP, CORRUPT and SESSION START/END are process-scoped
- *             instants with names that say what happened ("DROP 17
- *             records (ring_full)", "SESSION END detached, INCOMPLETE");
- *             EVICTED is a global instant on pid 0 ("xtcd").
- *         ts and dur are microseconds with three decimals (exact ns), from
- *         an origin: the whole wall-clock second before the first record,
- *         given in otherData.origin, so the fraction of a ts is the
- *         wall-clock fraction.  Working out the origin reads the data once
- *         before writing.
+ * chrome  Chrome trace event JSON for the Perfetto UI and chrome://tracing
+ *         (export_chrome.c).
+ * ctf     a CTF 1.8 trace in the directory OUT, for babeltrace2 and Trace
+ *         Compass (export_ctf.c).
  * dial9   the dial9 trace format, as xtc_tail_dump_dial9 writes it
  *         (lib/common/trace_enc.h), of the matching event records.
  * xtcl    the XTCL v3 dump of seed 000, as xtc_tail_dump writes it.
  *
+ * chrome and ctf stream: their memory does not grow with the record.
  * dial9 and xtcl carry event records only, in time order (the records are
  * gathered in memory, 40 bytes each, and sorted by their CLOCK_MONOTONIC
- * time); a note on stderr says when the selection also had drops or
- * several sessions, which these formats cannot show.  They are binary and
- * are not written to a terminal.
+ * time: these two formats need the count up front and one time order);
+ * a note on stderr says when the selection also had drops or several
+ * sessions, which these formats cannot show.  They are binary and are not
+ * written to a terminal.  Every format ends with one line on stderr that
+ * says what it wrote.
  *
  * Exit codes as --cat: 0 done; 1 done, but some data was damaged
  * (reported on stderr); 2 nothing written: DIR unreadable or without
@@ -64,43 +46,16 @@
 #include "lib/common/trace_enc.h"
 
 #include "xtcd/read/view.h"
-#include "xtcd/read/read.h"
-
-#define NS_PER_S       1000000000ull
-#define PID_RESTATED   1073741824u   /* pid base for a second session of one OS pid */
-#define TID_NO_LOOP    1000000u      /* tid base of a ring with no loop */
-#define LOOP_NONE      XTC_TAIL_LOOP_NONE
+#include "xtcd/read/export_int.h"
 
 /* ---- what every export shares: reading with the filters ---- */
 
-struct export;
-typedef int (*export_item_fn)(struct export *x, const struct segread_item *it);
-
-struct export {
-	const struct read_opts *o;
-	FILE   *out;
-	struct segread *r;
-	export_item_fn item;     /* gets each item that passes the filters */
-	int     out_err;         /* -errno of a failed write */
-	int     fatal;           /* -errno that ended reading (-ENOMEM) */
-
-	/* binary formats: the matching event records */
+/* The binary formats' state: the matching event records. */
+struct gather {
 	xtc_tail_rec_t *rec;
 	size_t   n, cap;
 	uint64_t drops, dropped, first_session;
 	int      several_sessions;
-
-	/* chrome */
-	int      prepass;        /* only working out the origin */
-	uint64_t origin;         /* wall-clock ns at ts 0 */
-	uint64_t seg_real;       /* time of the segment being read */
-	uint64_t last_real;      /* time of the last item with one */
-	int      first_event;    /* nothing written into traceEvents yet */
-	struct track *tracks;    /* open addressing on (session, tid) */
-	size_t   tcap, tn;
-	struct proc *procs;      /* sessions given a pid, open addressing */
-	size_t   pcap, pn;
-	int      xtcd_named;     /* pid 0 has its metadata */
 };
 
 /* segread callback: filter, then hand to the format. */
@@ -126,13 +81,13 @@ static void export_problem_cb(const struct segread_problem *p, void *user)
 {
 	struct export *x = user;
 
-	if (!x->prepass)
+	if (!x->quiet)
 		view_problem(x->out, p);
 }
 
 /* Read all of dir through the filters into x->item.  0, or 1 when
  * something was damaged (reported), or -errno (reported). */
-static int export_read(struct export *x, const char *dir)
+int export_read(struct export *x, const char *dir)
 {
 	const struct segread_stats *st;
 	int ret;
@@ -166,30 +121,32 @@ static int export_read(struct export *x, const char *dir)
 /* Keep one matching event record (and count what the format cannot show). */
 static int gather_item(struct export *x, const struct segread_item *it)
 {
+	struct gather *g = x->fmt;
+
 	if (it->type == SEGREAD_DROP) {
-		x->drops++;
-		x->dropped += it->u.drop.count;
+		g->drops++;
+		g->dropped += it->u.drop.count;
 		return 0;
 	}
 	if (it->type != SEGREAD_EVENT)
 		return 0;
-	if (!x->first_session)
-		x->first_session = it->u.event.session_id;
-	else if (it->u.event.session_id != x->first_session)
-		x->several_sessions = 1;
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 65536;
+	if (!g->first_session)
+		g->first_session = it->u.event.session_id;
+	else if (it->u.event.session_id != g->first_session)
+		g->several_sessions = 1;
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 65536;
 		xtc_tail_rec_t *p = cap > SIZE_MAX / sizeof(*p) ? NULL
-		                    : realloc(x->rec, cap * sizeof(*p));
+		                    : realloc(g->rec, cap * sizeof(*p));
 
 		if (!p) {
 			x->fatal = -ENOMEM;
 			return 1;
 		}
-		x->rec = p;
-		x->cap = cap;
+		g->rec = p;
+		g->cap = cap;
 	}
-	x->rec[x->n++] = it->u.event.rec;
+	g->rec[g->n++] = it->u.event.rec;
 	return 0;
 }
 
@@ -257,15 +214,15 @@ static int sort_by_time(xtc_tail_rec_t *rec, size_t n)
 }
 
 /* Notes on what a dial9/xtcl export leaves out. */
-static void gather_notes(const struct export *x, const char *format)
+static void gather_notes(const struct gather *g, const char *format)
 {
-	if (x->n == 0)
+	if (g->n == 0)
 		fprintf(stderr, "xtcd: no event records matched: the %s output is empty\n", format);
-	if (x->dropped)
+	if (g->dropped)
 		fprintf(stderr, "xtcd: note: %" PRIu64 " records were dropped (%" PRIu64 " DROP "
 		        "records) in this selection; %s cannot show that: see xtcd --stats\n",
-		        x->dropped, x->drops, format);
-	if (x->several_sessions)
+		        g->dropped, g->drops, format);
+	if (g->several_sessions)
 		fprintf(stderr, "xtcd: note: this %s output merges several sessions (processes); "
 		        "use --session ID for one\n", format);
 }
@@ -274,14 +231,17 @@ static void gather_notes(const struct export *x, const char *format)
 static int export_binary(struct export *x, const char *dir, const char *format)
 {
 	int xtcl = strcmp(format, "xtcl") == 0;
+	struct gather g;
 	int ret, status;
 
+	memset(&g, 0, sizeof(g));
+	x->fmt = &g;
 	x->item = gather_item;
 	status = export_read(x, dir);
 	if (status < 0)
 		goto out;
-	if ((ret = sort_by_time(x->rec, x->n)) < 0 ||
-	    (xtcl && (ret = trace_enc_xtcl_check(x->rec, x->n)) < 0)) {
+	if ((ret = sort_by_time(g.rec, g.n)) < 0 ||
+	    (xtcl && (ret = trace_enc_xtcl_check(g.rec, g.n)) < 0)) {
 		fprintf(stderr, "xtcd: cannot export %s: %s\n", format,
 		        ret == -ERANGE ? "a record's kind or source does not fit in a byte" :
 		        ret == -EOVERFLOW ? "more than 4294967295 records: narrow it with --since/"
@@ -290,15 +250,18 @@ static int export_binary(struct export *x, const char *dir, const char *format)
 		goto out;
 	}
 	fflush(x->out);
-	ret = xtcl ? trace_enc_xtcl_write(fileno(x->out), x->rec, x->n)
-	           : trace_enc_dial9_write(fileno(x->out), x->rec, x->n);
+	ret = xtcl ? trace_enc_xtcl_write(fileno(x->out), g.rec, g.n)
+	           : trace_enc_dial9_write(fileno(x->out), g.rec, g.n);
 	if (ret < 0) {
 		x->out_err = ret;
 		status = ret;
 		goto out;
 	}
-	gather_notes(x, format);
+	gather_notes(&g, format);
+	fprintf(stderr, "xtcd: --export %s: %zu events, no flows, no drops (the format has "
+	        "neither; %" PRIu64 " DROP records left out)\n", format, g.n, g.drops);
 out:
+<<<<<<< HEAD
 	free(x->rec);
 	return status;
 }
@@ -760,6 +723,9 @@ static int export_chrome(struct export *x, const char *dir)
 	}
 	free(x->tracks);
 	free(x->procs);
+=======
+	free(g.rec);
+>>>>>>> wt/exports
 	return status;
 }
 
@@ -768,22 +734,35 @@ static int export_chrome(struct export *x, const char *dir)
 /* Whether format is one --export knows. */
 int export_format_valid(const char *format)
 {
-	return strcmp(format, "chrome") == 0 || strcmp(format, "dial9") == 0 ||
-	       strcmp(format, "xtcl") == 0;
+	return strcmp(format, "chrome") == 0 || strcmp(format, "ctf") == 0 ||
+	       strcmp(format, "dial9") == 0 || strcmp(format, "xtcl") == 0;
 }
 
-/* Write the records of dir to out in format. */
-int xtcd_export(const char *format, const char *dir, const struct read_opts *o, FILE *out)
+/* Whether --export format writes a directory (given after DIR). */
+int export_format_is_dir(const char *format)
+{
+	return strcmp(format, "ctf") == 0;
+}
+
+/* Write the records of dir to out (or out_dir) in format. */
+int xtcd_export(const char *format, const char *dir, const char *out_dir,
+                const struct read_opts *o, export_chains_fn chains, FILE *out)
 {
 	struct export x;
 	int status;
 
 	if (!export_format_valid(format)) {
-		fprintf(stderr, "xtcd: --export %s: unknown format; expected chrome, dial9 or xtcl\n",
-		        format);
+		fprintf(stderr, "xtcd: --export %s: unknown format; expected chrome, ctf, dial9 or "
+		        "xtcl\n", format);
 		return 2;
 	}
-	if (strcmp(format, "chrome") != 0 && isatty(fileno(out))) {
+	if (export_format_is_dir(format) && !out_dir) {
+		fprintf(stderr, "xtcd: --export %s needs a directory to write to: xtcd --export %s "
+		        "%s OUT/\n", format, format, dir);
+		return 2;
+	}
+	if (strcmp(format, "chrome") != 0 && !export_format_is_dir(format) &&
+	    isatty(fileno(out))) {
 		fprintf(stderr, "xtcd: --export %s writes binary data: redirect it to a file, e.g. "
 		        "xtcd --export %s %s > trace.%s\n", format, format, dir,
 		        format[0] == 'd' ? "d9" : "xtcl");
@@ -792,7 +771,12 @@ int xtcd_export(const char *format, const char *dir, const struct read_opts *o, 
 	memset(&x, 0, sizeof(x));
 	x.o = o;
 	x.out = out;
-	status = format[0] == 'c' ? export_chrome(&x, dir) : export_binary(&x, dir, format);
+	if (strcmp(format, "chrome") == 0)
+		status = export_chrome(&x, dir, chains);
+	else if (strcmp(format, "ctf") == 0)
+		status = export_ctf(&x, dir, out_dir);
+	else
+		status = export_binary(&x, dir, format);
 	if ((fflush(out) != 0 || ferror(out)) && !x.out_err)
 		x.out_err = errno ? -errno : -EIO;
 	if (x.out_err) {

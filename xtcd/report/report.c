@@ -513,7 +513,8 @@ static void report_problem_cb(const struct segread_problem *p, void *user)
 	struct report *rep = user;
 	struct rp_damage *d;
 
-	view_problem(rep->out, p);
+	if (!rep->o->chains)        /* --export chrome reports problems itself */
+		view_problem(rep->out, p);
 	if (rep->damage_open)
 		return;
 	if (rp_grow(&rep->damage, &rep->damage_cap, rep->ndamage + 1, sizeof(*rep->damage)) < 0) {
