@@ -204,15 +204,16 @@ fail:
 	return err;
 }
 
-/* A failure nothing but an operator will fix?  An absent daemon (no
- * socket, or a socket nobody listens on), one starting, busy or stopping,
- * and a forked child's missing segment are not. */
-static int needs_operator(int err)
+/* What an operator must fix for attaching to succeed, in words, or NULL
+ * when nothing but time will: an absent daemon (no socket, or a socket
+ * nobody listens on), one starting, busy or stopping, a forked child's
+ * missing segment, a shortage of memory or descriptors. */
+static const char *failure_text(int err)
 {
 	struct stat st;
 
 	if (at.refused)
-		return 1;
+		return at.reason;
 	switch (-err) {
 	case ENOENT:
 	case ETIMEDOUT:
@@ -225,12 +226,14 @@ static int needs_operator(int err)
 	case ENOBUFS:
 	case EMFILE:
 	case ENFILE:
-		return 0;
+		return NULL;
 	case ECONNREFUSED:
 		/* connect(2) says so for a regular file or a directory too. */
-		return stat(at.path, &st) == 0 && !S_ISSOCK(st.st_mode);
+		return stat(at.path, &st) == 0 && !S_ISSOCK(st.st_mode) ? "not a socket" : NULL;
+	case EPROTO:
+		return "what listens there does not speak the xtcd protocol";
 	default:
-		return 1;
+		return strerror(-err);
 	}
 }
 
@@ -242,38 +245,32 @@ static void line_put(char *buf, size_t cap, size_t *n, const char *s)
 }
 
 /* The one line an operator reads when attaching cannot succeed until they
- * act: built in a fixed buffer and written in one write(2), so it neither
- * allocates nor interleaves with other writers; errno is kept. */
+ * act, once per run of failures, unless XTC_TAIL_QUIET=1.  Built in a
+ * fixed buffer and written in one write(2), so it neither allocates nor
+ * interleaves with other writers; errno is kept. */
 static void warn_once(int err)
 {
-	struct stat st;
-	const char *q = getenv("XTC_TAIL_QUIET");
+	const char *why, *quiet;
 	char buf[512];
 	size_t n = 0;
 	int saved = errno;
 
-	if (at.warned || !needs_operator(err))
+	if (at.warned || (why = failure_text(err)) == NULL) {
+		errno = saved;
 		return;
-	at.warned = 1;
-	if (q != NULL && strcmp(q, "1") == 0)
-		return;
-	line_put(buf, sizeof buf, &n, "xtc_tail: cannot attach to ");
-	line_put(buf, sizeof buf, &n, at.path);
-	line_put(buf, sizeof buf, &n, ": ");
-	if (at.refused) {
-		line_put(buf, sizeof buf, &n, "xtcd refused: ");
-		line_put(buf, sizeof buf, &n, at.reason);
-	} else if (err == -ECONNREFUSED && stat(at.path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-		line_put(buf, sizeof buf, &n, "not a socket");
-	} else if (err == -EPROTO) {
-		line_put(buf, sizeof buf, &n, "what listens there does not speak the xtcd protocol");
-	} else {
-		line_put(buf, sizeof buf, &n, strerror(-err));
 	}
-	line_put(buf, sizeof buf, &n, "; recording in-process only, retrying");
-	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, n) < 0) {
-		/* nowhere left to report it */
+	at.warned = 1;
+	quiet = getenv("XTC_TAIL_QUIET");
+	if (quiet == NULL || strcmp(quiet, "1") != 0) {
+		line_put(buf, sizeof buf, &n, "xtc_tail: cannot attach to ");
+		line_put(buf, sizeof buf, &n, at.path);
+		line_put(buf, sizeof buf, &n, at.refused ? ": xtcd refused: " : ": ");
+		line_put(buf, sizeof buf, &n, why);
+		line_put(buf, sizeof buf, &n, "; recording in-process only, retrying");
+		buf[n++] = '\n';
+		if (write(STDERR_FILENO, buf, n) < 0) {
+			/* nowhere left to report it */
+		}
 	}
 	errno = saved;
 }
