@@ -633,7 +633,7 @@ static int read_header(struct segread *r, int fd, enum segread_tail tail)
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (st.st_size > 0 && !magic_prefix(fd, st.st_size)) {
-		report(r, SEGREAD_BAD_FILE_HEADER, 0, st.st_size, -EBADMSG,
+		tell_problem(r, SEGREAD_BAD_FILE_HEADER, 0, st.st_size, -EBADMSG,
 		       "not an xtc segment (no segment magic at its start: move it out of the "
 		       "directory)");
 		return -EBADMSG;

@@ -576,7 +576,7 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
 		break;
 	}
 	c->instants++;
-	kn = segread_kind_name(r->kind, kbuf, sizeof(kbuf));
+	kn = segname_kind(r->kind, kbuf, sizeof(kbuf));
 	print_detail(det, sizeof(det), r->kind, r->detail);
 	ev_begin(c, kn, strlen(kn), 'i');
 	fprintf(c->x->out, ",\"s\":\"t\",\"cat\":\"%s\"", kind_cat(r->kind));
@@ -633,7 +633,7 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 		win = d->to_ts_ns - d->from_ts_ns;
 	c->drops++;
 	c->dropped += d->count;
-	cause = segread_drop_cause_name(d->cause, cbuf, sizeof(cbuf));
+	cause = segname_drop_cause(d->cause, cbuf, sizeof(cbuf));
 	snprintf(name, sizeof(name), "DROP %" PRIu64 " records (%s)", d->count, cause);
 	marker_begin(c, name, it->real_ns, pid, tid);
 	fprintf(c->x->out, ",\"args\":{\"count\":%" PRIu64 ",\"cause\":\"%s\",\"ring\":%" PRIu32
@@ -668,7 +668,7 @@ static void chrome_session(struct chrome *c, const struct segread_item *it)
 	if (!(pid = item_pid(c, id, it->session)))
 		return;
 	slices_close_all(c, id, it->real_ns, "session end");
-	reason = segread_end_reason_name(it->u.end.reason, rbuf, sizeof(rbuf));
+	reason = segname_end_reason(it->u.end.reason, rbuf, sizeof(rbuf));
 	snprintf(name, sizeof(name), "SESSION END %s, %s", reason,
 	         it->u.end.complete ? "complete" : "INCOMPLETE");
 	marker_begin(c, name, it->real_ns, pid, pid);
@@ -688,7 +688,7 @@ static void chrome_corrupt(struct chrome *c, const struct segread_item *it)
 
 	if (!pid)
 		return;
-	reason = segread_corrupt_reason_name(co->reason, rbuf, sizeof(rbuf));
+	reason = segname_corrupt_reason(co->reason, rbuf, sizeof(rbuf));
 	snprintf(name, sizeof(name), "CORRUPT ring %" PRIu32 " (%s): no longer recorded", co->ring,
 	         reason);
 	marker_begin(c, name, c->x->last_real ? c->x->last_real : c->x->seg_real, pid, pid);

@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/seg/segname.h"
 #include "xtcd/read/export_int.h"
 
 #define CTF_MAGIC     0xC1FC1FC1u
@@ -353,7 +354,7 @@ static int ctf_metadata(struct ctf *c, const char *dir)
 		fprintf(m, "\nevent {\n\tname = \"%s\";\n\tid = %" PRIu32 ";\n\tstream_id = 0;\n"
 		        "\tfields := struct {\n\t\tuint32_t loop_id;\n\t\tuint32_t local_id;\n"
 		        "\t\tuint64_t gen;\n\t\tuint64_t detail;\n%s\t};\n};\n",
-		        k == KIND_OTHER ? "OTHER" : segread_kind_name(k, kb, sizeof(kb)), k,
+		        k == KIND_OTHER ? "OTHER" : segname_kind(k, kb, sizeof(kb)), k,
 		        k == KIND_OTHER ? "\t\tuint32_t kind;\n" : "");
 	if (ferror(m)) {
 		fclose(m);

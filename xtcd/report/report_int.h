@@ -397,6 +397,7 @@ void report_find_proof_at(struct rp_finding *f, uint32_t kind, uint64_t t, uint3
 int report_loss(const struct report *rep, const struct rp_sess *s, enum rp_scope scope,
                 uint32_t loop, uint64_t from, uint64_t to, int to_end, struct rp_loss *loss);
 void report_find_sort(struct report *rep);
+const char *report_class_name(enum rp_class cls);
 const char *report_class_key(enum rp_class cls);
 /* Whether f passes --loop/--since/--until. */
 int report_find_in_view(const struct report *rep, const struct rp_finding *f);
@@ -406,6 +407,8 @@ void report_find_json(struct report *rep);
 /* One line describing f (for the SVG and the diff). */
 void report_find_summary(const struct report *rep, const struct rp_finding *f, char *buf,
                          size_t len);
+/* What a loss is, in words ("2 records dropped on loop 1 ..."). */
+void report_loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len);
 
 /* report_chain.c */
 void report_chain_event(struct report *rep, struct rp_sess *s, const struct rp_ev *e,
