@@ -208,22 +208,9 @@ static void segment_close(uint64_t next_seq)
 static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
 {
 	char host[64] = "";
-	uint8_t boot[16] = { 0 };
-	int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	char text[64];
-	ssize_t n = bfd >= 0 ? read(bfd, text, sizeof text) : -1;
-	int k = 0;
+	uint8_t boot[16];
 
-	for (ssize_t i = 0; i < n && k < 32; i++) {
-		int v = text[i] >= '0' && text[i] <= '9' ? text[i] - '0'
-		      : text[i] >= 'a' && text[i] <= 'f' ? text[i] - 'a' + 10 : -1;
-		if (v >= 0) {
-			boot[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-			k++;
-		}
-	}
-	if (bfd >= 0)
-		close(bfd);
+	clock_boot_id(boot);
 	gethostname(host, sizeof host - 1);
 	seg_file_hdr_init(h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
 }
@@ -682,11 +669,6 @@ void store_flush(void)
 {
 	buf_seal();
 	submit_next();
-}
-
-int store_idle(void)
-{
-	return st.inflight == NULL && st.qlen == 0 && (st.filling == NULL || st.filling->len == 0);
 }
 
 /* Block until the write in flight completes, so a buffer frees up: for

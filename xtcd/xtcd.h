@@ -114,8 +114,6 @@ void *store_block_begin(uint32_t len);
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c);
 /* Write out whatever is buffered. */
 void store_flush(void);
-/* Whether every buffered block has been written. */
-int  store_idle(void);
 /* Wait for the write in flight to finish (frees a buffer); -1 if none. */
 int  store_wait_write(void);
 uint64_t store_next_session_id(void);

@@ -11,6 +11,7 @@
 #ifndef XTC_LIB_CLOCK_H
 #define XTC_LIB_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -108,5 +109,14 @@ static inline uint64_t clock_conv_ns(const struct clock_conv *c, uint64_t ts)
 	d = (uint64_t)(((unsigned __int128)(c->anchor_ts - ts) * c->mult) >> 32);
 	return d > c->anchor_ns ? 0 : c->anchor_ns - d;
 }
+
+/* The boot whose CLOCK_MONOTONIC the timestamps count, as the 16 bytes of
+ * /proc/sys/kernel/random/boot_id (zeros when it cannot be read).  The
+ * recorder puts it in its shm header and xtcd in every segment header. */
+void clock_boot_id(uint8_t out[16]);
+
+/* The first 32 hex digits of text[0..len) as 16 bytes, skipping anything
+ * else (the dashes of "6f0c1e4a-..."); missing digits read as zero. */
+void clock_boot_id_parse(const char *text, size_t len, uint8_t out[16]);
 
 #endif /* XTC_LIB_CLOCK_H */
