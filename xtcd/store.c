@@ -105,6 +105,14 @@ uint64_t store_next_session_id(void)
 
 void store_session_id_floor(uint64_t next)
 {
+	/* Only a crafted file names ids this high (no xtcd hands out 2^62):
+	 * going on from one would wrap the ids onto those of older sessions. */
+	if (next > (UINT64_MAX >> 2)) {
+		xlog("a segment in --dir names session id %llu, beyond any xtcd hands out; "
+		     "ignored (new sessions are numbered from %llu)", (unsigned long long)next,
+		     (unsigned long long)st.next_session_id);
+		return;
+	}
 	if (next > st.next_session_id)
 		st.next_session_id = next;
 }
