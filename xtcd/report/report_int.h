@@ -42,6 +42,7 @@
 #include <stdio.h>
 
 #include "xtcd/read/print.h"
+#include "lib/seg/idmap.h"
 #include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 
@@ -332,6 +333,7 @@ struct report {
 	/* sessions */
 	struct rp_sess **sess;
 	size_t   nsess, sess_cap, last_sess;
+	struct idmap sess_index;   /* session id -> its place in sess */
 	/* reader problems */
 	struct rp_damage *damage;
 	size_t   ndamage, damage_cap;

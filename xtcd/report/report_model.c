@@ -33,16 +33,17 @@ void report_oom(struct report *rep)
 struct rp_sess *report_sess(struct report *rep, uint64_t id)
 {
 	struct rp_sess *s = NULL;
+	uint64_t at;
 
 	if (rep->nsess && rep->sess[rep->last_sess]->id == id)
 		return rep->sess[rep->last_sess];
-	for (size_t i = 0; i < rep->nsess; i++) {
-		if (rep->sess[i]->id == id) {
-			rep->last_sess = i;
-			return rep->sess[i];
-		}
+	/* by index: a directory may hold hundreds of thousands of sessions */
+	if (idmap_get(&rep->sess_index, id, &at)) {
+		rep->last_sess = (size_t)at;
+		return rep->sess[at];
 	}
 	if (rp_grow(&rep->sess, &rep->sess_cap, rep->nsess + 1, sizeof(*rep->sess)) < 0 ||
+	    idmap_put(&rep->sess_index, id, rep->nsess) < 0 ||
 	    !(s = calloc(1, sizeof(*s))) || !(s->lat = calloc(1, sizeof(*s->lat)))) {
 		if (s)
 			free(s);
@@ -208,6 +209,7 @@ void report_model_free(struct report *rep)
 		free(s);
 	}
 	free(rep->sess);
+	idmap_free(&rep->sess_index);
 	free(rep->procs);
 	rp_map_free(&rep->proc_map);
 }
