@@ -38,6 +38,7 @@ void report_opts_init(struct report_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->stall_ns = REPORT_DEFAULT_STALL_NS;
 	o->top = REPORT_DEFAULT_TOP;
+	o->flags = "--report";
 }
 
 /* The --export formats the report writes. */
@@ -904,7 +905,7 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	rep.win_lat[1] = calloc(1, sizeof(struct rp_hist));
 	rep.all_lat = calloc(1, sizeof(struct rp_hist));
 	if (!rep.win_lat[0] || !rep.win_lat[1] || !rep.all_lat) {
-		fprintf(stderr, "xtcd: --report: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "xtcd: %s: %s\n", o->flags, strerror(ENOMEM));
 		report_free(&rep);
 		return 2;
 	}
@@ -920,13 +921,13 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	rs = segread_stats(rep.r);
 	if (rep.fatal || ret < 0 || rs->listed == 0) {
 		if (rep.fatal)
-			fprintf(stderr, "xtcd: --report failed: %s\n", strerror(-rep.fatal));
+			fprintf(stderr, "xtcd: %s failed: %s\n", o->flags, strerror(-rep.fatal));
 		else if (ret < 0)
-			fprintf(stderr, "xtcd: cannot read %s: %s: point --report at the directory xtcd "
-			        "writes its segments to\n", dir, strerror(-ret));
+			fprintf(stderr, "xtcd: cannot read %s: %s: point %s at the directory xtcd "
+			        "writes its segments to\n", dir, strerror(-ret), o->flags);
 		else
-			fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point --report at "
-			        "the directory xtcd writes to\n", dir);
+			fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point %s at "
+			        "the directory xtcd writes to\n", dir, o->flags);
 		report_free(&rep);
 		return 2;
 	}
