@@ -208,7 +208,7 @@ static int apply_cli(struct config *c, const struct settings_cli *cli, struct or
 
 		if (cli == NULL || cli->value[i] == NULL)
 			continue;
-		snprintf(said, sizeof said, "--%s %s", s->flag, cli->value[i]);
+		settings_flag_said(s, cli->value[i], said, sizeof said);
 		if (settings_apply(s, s->key, cli->value[i], said, c, why, len) < 0)
 			return -1;
 		o->line[i] = -1;
@@ -227,7 +227,7 @@ static const char *origin_text(const struct origin *o, const char *key, const st
 
 	settings_format(s, c, v, sizeof v);
 	if (o->line[row] < 0)
-		snprintf(buf, len, "--%s %s", s->flag, v);
+		settings_flag_said(s, v, buf, len);
 	else if (o->line[row] > 0)
 		snprintf(buf, len, "%s = %s (%s:%d)", s->key, v, o->file, o->line[row]);
 	else

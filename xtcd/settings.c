@@ -626,6 +626,13 @@ static int bare_ok(const struct setting *s)
 	return s->type == SETTING_BOOL || s->type == SETTING_LEVEL;
 }
 
+const char *settings_flag_said(const struct setting *s, const char *value, char *buf,
+                               size_t len)
+{
+	snprintf(buf, len, "--%s%s%s", s->flag, bare_ok(s) ? "=" : " ", value);
+	return buf;
+}
+
 size_t settings_long_options(struct option *opts, int base)
 {
 	size_t n = 0;
@@ -697,7 +704,7 @@ int settings_flag(struct settings_cli *cli, size_t row, const char *value, char 
 		snprintf(err, len, "out of memory");
 		return -1;
 	}
-	snprintf(said, sizeof said, "--%s %s", s->flag, value);
+	settings_flag_said(s, value, said, sizeof said);
 	r = settings_apply(s, s->key, v, said, &scratch, err, len);
 	settings_free(&scratch);
 	if (r < 0) {

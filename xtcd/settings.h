@@ -109,6 +109,9 @@ int  settings_by_short(int c);
 int  settings_flag(struct settings_cli *cli, size_t row, const char *value, char *err,
                    size_t len);
 void settings_cli_free(struct settings_cli *cli);
+/* How the flag was written: "--max-bytes 12Q", "--pwrite=maybe". */
+const char *settings_flag_said(const struct setting *s, const char *value, char *buf,
+                               size_t len);
 /* The flag spelled like the unknown name (--max_bytes: --max-bytes), or
  * NULL. */
 const char *settings_suggest_flag(const char *name);
