@@ -379,13 +379,29 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 	}
 }
 
+/* "--max-bytes, --max-clients": the options name (n bytes) abbreviates;
+ * returns how many. */
+static int abbreviates(const struct option *opts, const char *name, size_t n, char *buf,
+                       size_t len)
+{
+	int count = 0;
+
+	buf[0] = '\0';
+	for (; opts->name != NULL; opts++)
+		if (strncmp(opts->name, name, n) == 0 && strlen(opts->name) > n && count++ < 4)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s--%s", count > 1 ? ", " : "",
+			         opts->name);
+	return count;
+}
+
 /* One line for an option getopt refused (opterr is 0: getopt says
  * nothing), then exit 2. */
-static void bad_option(int c, int argc, char **argv)
+static void bad_option(int c, int argc, char **argv, const struct option *opts)
 {
 	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
 	const char *like;
 	size_t n = strcspn(arg, "=");
+	char which[256];
 
 	if (strncmp(arg, "--", 2) != 0) {
 		/* a short option: optopt is it (arg may hold several, -vx) */
@@ -397,11 +413,13 @@ static void bad_option(int c, int argc, char **argv)
 		fprintf(stderr, "xtcd: %s needs a value; see xtcd --help\n", arg);
 	} else if (optopt != 0 && arg[n] == '=') {
 		fprintf(stderr, "xtcd: %.*s takes no value; see xtcd --help\n", (int)n, arg);
+	} else if (abbreviates(opts, arg + 2, n - 2, which, sizeof which) > 1) {
+		fprintf(stderr, "xtcd: %.*s is short for more than one option (%s); give it whole\n",
+		        (int)n, arg, which);
 	} else if ((like = settings_suggest_flag(arg + 2)) != NULL) {
 		fprintf(stderr, "xtcd: unknown option %.*s; did you mean --%s?\n", (int)n, arg, like);
 	} else {
-		fprintf(stderr, "xtcd: unknown option %.*s (or an abbreviation of more than one); see "
-		        "xtcd --help\n", (int)n, arg);
+		fprintf(stderr, "xtcd: unknown option %.*s; see xtcd --help\n", (int)n, arg);
 	}
 	exit(2);
 }
@@ -418,7 +436,8 @@ static void take_setting(int row, const char *value)
 }
 
 /* A mode's own option. */
-static void take_mode_option(int c, const char *name, int argc, char **argv, struct mode *m)
+static void take_mode_option(int c, const char *name, int argc, char **argv,
+                             const struct option *opts, struct mode *m)
 {
 	enum view_color color;
 
@@ -445,7 +464,7 @@ static void take_mode_option(int c, const char *name, int argc, char **argv, str
 	case OPT_FILTER: parse_filter(name, optarg, m); break;
 	case 'h': usage(stdout); exit(0);
 	case 'V': printf("xtcd %s\n", PACKAGE_VERSION); exit(0);
-	default: bad_option(c, argc, argv);
+	default: bad_option(c, argc, argv, opts);
 	}
 }
 
@@ -468,7 +487,7 @@ static void parse_args(int argc, char **argv, struct mode *m)
 		else if (settings_by_short(c) >= 0)
 			take_setting(settings_by_short(c), optarg);
 		else
-			take_mode_option(c, idx >= 0 ? options[idx].name : NULL, argc, argv, m);
+			take_mode_option(c, idx >= 0 ? options[idx].name : NULL, argc, argv, options, m);
 	}
 	check_reading_mode(argc, argv, m);
 	if (optind < argc) {
@@ -529,8 +548,8 @@ static void keep_for_restart(const struct setting *s, struct config *next)
 	settings_format(s, next, then, sizeof then);
 	if (strcmp(now, then) == 0)
 		return;
-	xlog("SIGHUP: %s changed to %s: a restart is needed to apply it; still using %s", s->key, then,
-	     now);
+	xlog_warn("SIGHUP: %s changed to %s: a restart is needed to apply it; still using %s", s->key,
+	          then, now);
 	settings_keep(s, &cfg, next);
 }
 
@@ -543,7 +562,7 @@ static void reload_config(void)
 	char err[1024], applied[2048];
 
 	if (conf_build(&next, conf_path, &cli, 1, err, sizeof err) < 0) {
-		xlog("SIGHUP: %s; keeping the settings in force", err);
+		xlog_error("SIGHUP: %s; keeping the settings in force", err);
 		return;
 	}
 	for (size_t i = 0; i < settings_count; i++)
@@ -599,7 +618,7 @@ static int run_daemon(void)
 	raise_fd_limit();
 	xtcd_loop = ev_default_loop(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	if (xtcd_loop == NULL) {
-		xlog("cannot start the event loop");
+		xlog_error("cannot start the event loop");
 		return 1;
 	}
 	session_init_clock();
