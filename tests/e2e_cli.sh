@@ -73,7 +73,12 @@ refused "xtcd: $T/no-such.conf: No such file or directory; give --config an exis
 refused "xtcd: max_bytes = 4G ($T/good.conf:2) must be at least twice --segment-bytes 4G (one segment being written, one or more kept)" \
 	--check-config "$T/good.conf" --segment-bytes 4G
 refused "xtcd: --json does not apply to --check-config; see xtcd --help" --check-config "$T/good.conf" --json
-echo "ok: --check-config says OK (exit 0) or FILE:LINE (exit 2)"
+# every key of the shipped example, uncommented, is good (alice and xtc:
+# a user and a group this machine has)
+sed -e 's/^#\([a-z]\)/\1/' -e 's/alice/root/g' -e 's/= xtc$/= root/' "$top_srcdir/contrib/xtcd.conf.example" >"$T/example.conf"
+[ "$(grep -c '^[a-z]' "$T/example.conf")" -ge 17 ] || fail "the example lacks keys: $(grep '^[a-z]' "$T/example.conf")"
+"$XTCD" --check-config "$T/example.conf" >/dev/null || fail "the shipped example, uncommented, is refused"
+echo "ok: --check-config says OK (exit 0) or FILE:LINE (exit 2); the example's every key is good"
 "$XTCD" --check-config "$T/good.conf" | sed 's/^/  /'
 "$XTCD" --check-config "$T/bad.conf" 2>&1 | sed 's/^/  /'
 
