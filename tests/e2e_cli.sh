@@ -38,8 +38,10 @@ echo "ok: a bad flag is one line naming it"
 "$XTCD" --bogus 2>&1 | sed 's/^/  /'
 
 # --- --report --export: the report's formats only, and errors name the flags
-refused "xtcd: --report --export takes pprof or collapsed, not chrome; for a chrome file of the records: xtcd --export chrome DIR > FILE" \
+refused "xtcd: --report --export takes pprof or collapsed, not chrome; for a chrome export of the records: xtcd --export chrome DIR > FILE" \
 	--report "$DIR" --export chrome
+refused "xtcd: --report --export takes pprof or collapsed, not ctf; for a ctf export of the records: xtcd --export ctf DIR OUT" \
+	--report "$DIR" --export ctf
 refused "xtcd: --export collapsed needs the segment directory: xtcd --export collapsed DIR > FILE" \
 	--export collapsed
 refused "xtcd: --color does not apply to --export collapsed; see xtcd --help" \
