@@ -677,52 +677,48 @@ START_TEST(test_log_lines)
 }
 END_TEST
 
+/* A case of s whose tests each get a fresh temporary directory. */
+static TCase *with_tmpdir(Suite *s, const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 static Suite *conf_suite(void)
 {
 	Suite *s = suite_create("conf");
-	TCase *tc = tcase_create("spellings");
+	TCase *tc = with_tmpdir(s, "spellings");
 
-	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
 	tcase_add_loop_test(tc, test_key_and_flag_agree, 0, (int)(sizeof cases / sizeof cases[0]));
 	tcase_add_test(tc, test_every_flag_has_cases);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("values");
-	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tc = with_tmpdir(s, "values");
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_every_default_parses);
 	tcase_add_test(tc, test_range_written_once);
 	tcase_add_test(tc, test_help_lists_every_flag);
 	tcase_add_test(tc, test_parse_size);
 	tcase_add_test(tc, test_size_text);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("file");
-	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tc = with_tmpdir(s, "file");
 	tcase_add_test(tc, test_file_errors);
 	tcase_add_test(tc, test_file_format);
 	tcase_add_test(tc, test_missing_files);
 	tcase_add_test(tc, test_flags_win_and_origins);
 	tcase_add_test(tc, test_daemon_needs_dir);
 	tcase_add_test(tc, test_relative_path);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("command line");
-	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tc = with_tmpdir(s, "command line");
 	tcase_add_test(tc, test_repeated_flags);
 	tcase_add_test(tc, test_bare_flags);
 	tcase_add_test(tc, test_options);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("use");
-	tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
+	tc = with_tmpdir(s, "use");
 	tcase_add_test(tc, test_access_rule);
 	tcase_add_test(tc, test_sessions_per_uid);
 	tcase_add_test(tc, test_keep_for_restart);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_log_levels);
 	tcase_add_test(tc, test_log_lines);
-	suite_add_tcase(s, tc);
 	return s;
 }
 

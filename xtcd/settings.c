@@ -522,14 +522,16 @@ const char *settings_format(const struct setting *s, const struct config *c, cha
 const char *settings_describe(const struct setting *s, const struct config *c, char *buf,
                               size_t len)
 {
-	const struct conf_quota *q = *FIELD(c, s->off, struct conf_quota *const);
-	size_t at = 0, n = *FIELD(c, s->off2, const size_t);
+	const struct conf_quota *q;
+	size_t at = 0, n;
 	char v[256];
 
 	if (s->type != SETTING_QUOTA_UID) {
 		snprintf(buf, len, "%s=%s", s->key, settings_format(s, c, v, sizeof v));
 		return buf;
 	}
+	q = *FIELD(c, s->off, struct conf_quota *const);
+	n = *FIELD(c, s->off2, const size_t);
 	buf[0] = '\0';
 	for (size_t i = 0; i < n && at < len; i++) {
 		int w = snprintf(buf + at, len - at, "%s%s%u=%s", i ? " " : "", s->key, (unsigned)q[i].uid,
