@@ -34,6 +34,8 @@ refused "xtcd: --pwrite=maybe: expected yes or no; see xtcd --help" --pwrite=may
 refused "xtcd: --verbose=loud: expected error, warning, info or debug; see xtcd --help" --verbose=loud
 refused "xtcd: --allow-uid no-such-user-xtc: 'no-such-user-xtc' is neither a number nor a known user; expected user names or uids separated by commas, or any; see xtcd --help" \
 	--allow-uid no-such-user-xtc
+refused "xtcd: unexpected argument 'debug'; a value of --verbose goes after '=': --verbose=debug" \
+	--status --verbose debug
 echo "ok: a bad flag is one line naming it"
 "$XTCD" --bogus 2>&1 | sed 's/^/  /'
 

@@ -172,6 +172,7 @@ static int read_file(struct config *c, const char *path, int must_exist, struct 
 		return -1;
 	}
 	o->file = path;
+	xlog_debug("reading %s", path);
 	while (getline(&line, &cap, f) >= 0) {
 		char *s = trim(line);
 

@@ -508,7 +508,13 @@ static void parse_args(int argc, char **argv, struct mode *m)
 	}
 	check_reading_mode(argc, argv, m);
 	if (optind < argc) {
-		fprintf(stderr, "xtcd: unexpected argument '%s'; see xtcd --help\n", argv[optind]);
+		const char *bare = settings_bare_flag(argv[optind - 1]);
+
+		if (bare != NULL)   /* "--verbose debug": an optional value needs its '=' */
+			fprintf(stderr, "xtcd: unexpected argument '%s'; a value of --%s goes after "
+			        "'=': --%s=%s\n", argv[optind], bare, bare, argv[optind]);
+		else
+			fprintf(stderr, "xtcd: unexpected argument '%s'; see xtcd --help\n", argv[optind]);
 		exit(2);
 	}
 }
@@ -621,7 +627,8 @@ static void raise_fd_limit(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			xlog_debug("descriptor limit raised to %llu", (unsigned long long)rl.rlim_cur);
 	}
 }
 

@@ -667,6 +667,20 @@ const char *settings_short_options(void)
 	return text;
 }
 
+const char *settings_bare_flag(const char *arg)
+{
+	for (size_t i = 0; arg != NULL && i < settings_count; i++) {
+		const struct setting *s = &settings_table[i];
+
+		if (s->flag == NULL || !bare_ok(s))
+			continue;
+		if ((strncmp(arg, "--", 2) == 0 && strcmp(arg + 2, s->flag) == 0) ||
+		    (s->short_flag != 0 && arg[0] == '-' && arg[1] == s->short_flag && arg[2] == '\0'))
+			return s->flag;
+	}
+	return NULL;
+}
+
 int settings_by_short(int c)
 {
 	for (size_t i = 0; i < settings_count; i++)

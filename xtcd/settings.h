@@ -102,6 +102,9 @@ const char *settings_keys_text(void);
 size_t settings_long_options(struct option *opts, int base);
 /* "d:s:v": the short flags. */
 const char *settings_short_options(void);
+/* The flag of a row that may go bare when arg is it ("--verbose", "-v"),
+ * or NULL: for the hint that its value goes after '='. */
+const char *settings_bare_flag(const char *arg);
 /* The row of a short flag, or -1. */
 int  settings_by_short(int c);
 /* Take one flag of row `row` (value NULL: given bare, such as --pwrite or
