@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "xtc_tail.h"
+#include "tests/check_run.h"
 
 #define MAX_RECS 4096   /* xtc_tail_configure(4, 1024) */
 #define TASK_A   0x00007f12deadbe00ull
@@ -1133,11 +1134,5 @@ static Suite *dump_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dump_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return check_run(dump_suite());
 }

@@ -23,6 +23,7 @@
 
 #include "lib/seg/seg.h"
 #include "lib/seg/segread.h"
+#include "tests/check_run.h"
 
 /* ---- helpers ---- */
 
@@ -690,6 +691,17 @@ static int scan_log_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off
 	return 0;
 }
 
+/* Write b as segment 1 and scan it into log (cleared first) and sc. */
+static void scan_segment(const struct bytes *b, struct scan_log *log, struct seg_scan *sc)
+{
+	int fd = open(write_seg(b, 1), O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	memset(log, 0, sizeof(*log));
+	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, log, sc), 0);
+	close(fd);
+}
+
 /* A whole segment: file header, start, events, drop, end, segment end.
  * offs[] gets the block offsets. */
 static void build_segment(struct bytes *b, uint64_t seq, size_t offs[5])
@@ -702,18 +714,26 @@ static void build_segment(struct bytes *b, uint64_t seq, size_t offs[5])
 	offs[4] = put_segment_end(b, seq + 1, 4);
 }
 
+/* build_segment() into b, written as segment 1: its fd, read-write. */
+static int built_segment_fd(struct bytes *b, size_t offs[5])
+{
+	int fd;
+
+	build_segment(b, 1, offs);
+	fd = open(write_seg(b, 1), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
 START_TEST(test_scan_whole)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	size_t offs[5];
-	int fd;
 
 	build_segment(&b, 1, offs);
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_int_eq(sc.header_ok, 1);
 	ck_assert_uint_eq(sc.hdr.seq, 1);
 	ck_assert_uint_eq(sc.blocks, 5);
@@ -735,13 +755,8 @@ START_TEST(test_scan_truncated_everywhere)
 	struct bytes b = { 0 };
 	struct seg_scan sc;
 	size_t offs[5];
-	const char *path;
-	int fd;
+	int fd = built_segment_fd(&b, offs);
 
-	build_segment(&b, 1, offs);
-	path = write_seg(&b, 1);
-	fd = open(path, O_RDWR);
-	ck_assert_int_ge(fd, 0);
 	for (size_t k = b.len; k-- > offs[4];) {
 		ck_assert_int_eq(ftruncate(fd, (off_t)k), 0);
 		ck_assert_int_eq(seg_scan_fd(fd, NULL, NULL, &sc), 0);
@@ -767,10 +782,9 @@ END_TEST
 START_TEST(test_scan_flipped_byte_stops)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	size_t offs[5];
-	int fd;
 
 	build_segment(&b, 1, offs);
 	/* in the EVENTS block's payload, then in its header's len */
@@ -779,10 +793,7 @@ START_TEST(test_scan_flipped_byte_stops)
 
 		bytes_put(&c, b.p, b.len);
 		c.p[which ? offs[1] + 5 : offs[1] + 16 + 20] ^= 0x40;
-		fd = open(write_seg(&c, 1), O_RDONLY);
-		memset(&log, 0, sizeof(log));
-		ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-		close(fd);
+		scan_segment(&c, &log, &sc);
 		ck_assert_int_eq((int)sc.valid_end, (int)offs[1]);
 		ck_assert_uint_eq(sc.blocks, 1);
 		ck_assert_int_eq(log.n, 1);
@@ -792,10 +803,7 @@ START_TEST(test_scan_flipped_byte_stops)
 	}
 	/* a bad file header: nothing is trusted */
 	b.p[3] ^= 1;
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	memset(&log, 0, sizeof(log));
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_int_eq(sc.header_ok, 0);
 	ck_assert_int_eq(log.n, 0);
 	ck_assert_int_eq(sc.torn, 1);
@@ -808,12 +816,8 @@ START_TEST(test_blocks_resume)
 	struct bytes b = { 0 };
 	struct segread_span sp;
 	size_t offs[5];
-	const char *path;
-	int fd;
+	int fd = built_segment_fd(&b, offs);
 
-	build_segment(&b, 1, offs);
-	path = write_seg(&b, 1);
-	fd = open(path, O_RDWR);
 	/* mid-way through the DROP block: partial, retry from its start */
 	ck_assert_int_eq(ftruncate(fd, (off_t)offs[2] + 20), 0);
 	ck_assert_int_eq(segread_blocks(fd, 128, NULL, NULL, &sp), 0);
@@ -841,11 +845,10 @@ END_TEST
 START_TEST(test_blocks_misaligned_and_big)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	uint8_t *big = calloc(1, 3u << 20);
 	uint8_t odd[5] = { 1, 2, 3, 4, 5 };
-	int fd;
 
 	/* odd-length blocks put the following payloads off 8-byte alignment;
 	 * a 3 MiB block is bigger than one read chunk */
@@ -854,9 +857,7 @@ START_TEST(test_blocks_misaligned_and_big)
 		put_block(&b, XTC_BLK_CORRUPT, 0, odd, (size_t)(i % 5) + 1, NULL, 0);
 	put_block(&b, XTC_BLK_EVICTED, 0, big, 3u << 20, NULL, 0);
 	put_block(&b, XTC_BLK_CORRUPT, 0, odd, 3, NULL, 0);
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_uint_eq(sc.blocks, 42);
 	ck_assert_int_eq((int)sc.valid_end, (int)b.len);
 	ck_assert_int_eq(sc.torn, 0);
@@ -1237,71 +1238,35 @@ END_TEST
 /* The suite: one TCase per feature. */
 static Suite *seg_suite(void)
 {
-	Suite *s = suite_create("seg");
-	TCase *tc;
+	const struct check_case cases[] = {
+		{ .name = "varint",
+		  .tests = CHECK_TESTS(test_varint_round_trip, test_varint_rejects_long) },
+		{ .name = "crc",
+		  .tests = CHECK_TESTS(test_crc_known_vector, test_crc_matches_reference) },
+		{ .name = "codec", .timeout = 60,
+		  .tests = CHECK_TESTS(test_codec_random_round_trip, test_codec_extremes,
+		                       test_codec_cheapest_flags, test_codec_truncation_and_bad_flags,
+		                       test_codec_garbage_is_safe) },
+		{ .name = "headers",
+		  .tests = CHECK_TESTS(test_block_seal_verify, test_file_hdr) },
+		{ .name = "names", .setup = tmpdir_setup, .teardown = tmpdir_teardown,
+		  .tests = CHECK_TESTS(test_name_parse, test_seg_path, test_seg_list_sorts) },
+		{ .name = "scan", .setup = tmpdir_setup, .teardown = tmpdir_teardown, .timeout = 60,
+		  .tests = CHECK_TESTS(test_scan_whole, test_scan_truncated_everywhere,
+		                       test_scan_flipped_byte_stops, test_blocks_resume,
+		                       test_blocks_misaligned_and_big) },
+		{ .name = "reader", .setup = tmpdir_setup, .teardown = tmpdir_teardown,
+		  .tests = CHECK_TESTS(test_reader_order_wall_dedupe, test_reader_evicted_original,
+		                       test_reader_corrupt_older_and_bad_header,
+		                       test_reader_follow_resume, test_reader_stop_and_unknown_session,
+		                       test_reader_bad_payload, test_reader_many_sessions,
+		                       test_reader_missing_dir) },
+	};
 
-	tc = tcase_create("varint");
-	tcase_add_test(tc, test_varint_round_trip);
-	tcase_add_test(tc, test_varint_rejects_long);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("crc");
-	tcase_add_test(tc, test_crc_known_vector);
-	tcase_add_test(tc, test_crc_matches_reference);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("codec");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_codec_random_round_trip);
-	tcase_add_test(tc, test_codec_extremes);
-	tcase_add_test(tc, test_codec_cheapest_flags);
-	tcase_add_test(tc, test_codec_truncation_and_bad_flags);
-	tcase_add_test(tc, test_codec_garbage_is_safe);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("headers");
-	tcase_add_test(tc, test_block_seal_verify);
-	tcase_add_test(tc, test_file_hdr);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("names");
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_name_parse);
-	tcase_add_test(tc, test_seg_path);
-	tcase_add_test(tc, test_seg_list_sorts);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("scan");
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_scan_whole);
-	tcase_add_test(tc, test_scan_truncated_everywhere);
-	tcase_add_test(tc, test_scan_flipped_byte_stops);
-	tcase_add_test(tc, test_blocks_resume);
-	tcase_add_test(tc, test_blocks_misaligned_and_big);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("reader");
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_reader_order_wall_dedupe);
-	tcase_add_test(tc, test_reader_evicted_original);
-	tcase_add_test(tc, test_reader_corrupt_older_and_bad_header);
-	tcase_add_test(tc, test_reader_follow_resume);
-	tcase_add_test(tc, test_reader_stop_and_unknown_session);
-	tcase_add_test(tc, test_reader_bad_payload);
-	tcase_add_test(tc, test_reader_many_sessions);
-	tcase_add_test(tc, test_reader_missing_dir);
-	suite_add_tcase(s, tc);
-	return s;
+	return check_suite("seg", cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(seg_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(seg_suite());
 }

@@ -753,25 +753,17 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 		report_free(&rep);
 		return 2;
 	}
-	ret = segread_open(&rep.r, dir, report_item_cb, report_problem_cb, &rep);
-	if (ret < 0) {
-		fprintf(stderr, "xtcd: cannot read %s: %s\n", dir, strerror(-ret));
+	if (view_open(&rep.r, dir, report_item_cb, report_problem_cb, &rep) < 0) {
 		report_free(&rep);
 		return 2;
 	}
-	ret = segread_run(rep.r);
+	ret = view_run(rep.r, "--report");
 	for (size_t i = 0; i < rep.nsess && !rep.fatal; i++)
 		finish_sess(&rep, rep.sess[i]);
 	rs = segread_stats(rep.r);
-	if (rep.fatal || ret < 0 || rs->listed == 0) {
+	if (rep.fatal || ret < 0) {
 		if (rep.fatal)
 			fprintf(stderr, "xtcd: --report failed: %s\n", strerror(-rep.fatal));
-		else if (ret < 0)
-			fprintf(stderr, "xtcd: cannot read %s: %s: point --report at the directory xtcd "
-			        "writes its segments to\n", dir, strerror(-ret));
-		else
-			fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point --report at "
-			        "the directory xtcd writes to\n", dir);
 		report_free(&rep);
 		return 2;
 	}

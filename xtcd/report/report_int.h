@@ -90,6 +90,12 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
 uint64_t rp_hist_low(unsigned i);
 
 /* Times, durations, loops and procs as text: xtcd/read/print.h. */
+struct report;
+struct rp_sess;
+/* A text section: "\nHEADING", then part() for each session with records
+ * in view, or one line saying no record matches. */
+void report_text_sessions(struct report *rep, const char *heading,
+                          void (*part)(struct report *rep, struct rp_sess *s));
 /* A kind's name ("WAKE") or "KIND_n". */
 const char *rp_kind(uint32_t kind);
 

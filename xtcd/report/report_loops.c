@@ -473,14 +473,7 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 /* The LOOPS section. */
 void report_loops_text(struct report *rep)
 {
-	fprintf(rep->out, "\nLOOPS\n");
-	if (!rep->view_events) {
-		fprintf(rep->out, "  no data: no records match\n");
-		return;
-	}
-	for (size_t i = 0; i < rep->nsess; i++)
-		if (rep->sess[i]->view_events)
-			text_sess_loops(rep, rep->sess[i]);
+	report_text_sessions(rep, "LOOPS", text_sess_loops);
 }
 
 /* One JSON line per loop, one per session with 2+ loops on balance. */
