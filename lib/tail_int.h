@@ -57,7 +57,7 @@ static inline struct xtc_shm_ring *tail_ring(uint32_t i)
 /* Start attaching to the daemon at path; with `now`, try once in the
  * caller first (never with tail_st.lock held). */
 int  attach_start(const char *path, int now);
-int  attach_stop(int goodbye);
+int  attach_stop(int join);
 void attach_forget_in_child(void);
 void attach_resume_in_child(void);
 

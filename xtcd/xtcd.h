@@ -12,7 +12,9 @@
  *              sessions a killed xtcd left open (store_int.h: what the
  *              three share)
  *   worker.c   a thread for fdatasync and for faulting rings in
+ *   settings.c the settings table: every key and flag, its values, --help
  *   conf.c     the configuration file, its merge with the command line
+ *   log.c      the log: levels, whole lines on stderr
  *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
  *   status_client.c  xtcd --status: ask the daemon and print
  */
@@ -26,6 +28,7 @@
 
 #include "proto/xtc_seg.h"
 #include "proto/xtc_shm.h"
+#include "xtcd/log.h"
 
 enum sync_policy {
 	SYNC_NEVER  = 0,
@@ -52,6 +55,9 @@ struct config {
 	uint64_t    quota;         /* event bytes a uid may hold; CONF_NO_QUOTA */
 	struct conf_quota *quotas; /* quota.UID overrides */
 	size_t      quota_count;
+	int         log_level;     /* enum xlog_level */
+	unsigned    max_sessions_per_uid; /* 0: auto, see conf_max_sessions_per_uid */
+	const char *metrics_file;  /* NULL: none */
 };
 
 struct conf_quota {
@@ -61,9 +67,7 @@ struct conf_quota {
 
 extern struct config cfg;
 
-/* main.c */
-void xlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int  parse_size(const char *s, uint64_t *out);
+/* main.c: the settings as a SESSION_START carries them */
 const char *settings_text(void);
 
 /*

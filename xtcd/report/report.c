@@ -39,6 +39,7 @@ void report_opts_init(struct report_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->stall_ns = REPORT_DEFAULT_STALL_NS;
 	o->top = REPORT_DEFAULT_TOP;
+	o->flags = "--report";
 }
 
 /* The --export formats the report writes. */
@@ -750,7 +751,7 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	rep.win_lat[1] = calloc(1, sizeof(struct rp_hist));
 	rep.all_lat = calloc(1, sizeof(struct rp_hist));
 	if (!rep.win_lat[0] || !rep.win_lat[1] || !rep.all_lat) {
-		fprintf(stderr, "xtcd: --report: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "xtcd: %s: %s\n", o->flags, strerror(ENOMEM));
 		report_free(&rep);
 		return 2;
 	}
@@ -758,13 +759,13 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 		report_free(&rep);
 		return 2;
 	}
-	ret = view_run(rep.r, "--report");
+	ret = view_run(rep.r, o->flags);
 	for (size_t i = 0; i < rep.nsess && !rep.fatal; i++)
 		finish_sess(&rep, rep.sess[i]);
 	rs = segread_stats(rep.r);
 	if (rep.fatal || ret < 0) {
 		if (rep.fatal)
-			fprintf(stderr, "xtcd: --report failed: %s\n", strerror(-rep.fatal));
+			fprintf(stderr, "xtcd: %s failed: %s\n", o->flags, strerror(-rep.fatal));
 		report_free(&rep);
 		return 2;
 	}
