@@ -464,7 +464,8 @@ int xtcd_stats(const char *dir, const struct read_opts *o, FILE *out)
 		goto out;
 	}
 	status = rs->corrupt ? 1 : 0;
-	qsort(st.s, st.n, sizeof(st.s[0]), sess_cmp);
+	if (st.n) /* st.s is NULL with no session, and qsort wants an array */
+		qsort(st.s, st.n, sizeof(st.s[0]), sess_cmp);
 	if (o->json) {
 		json_out(&st, dir);
 	} else {
