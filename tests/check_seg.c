@@ -1241,7 +1241,9 @@ START_TEST(test_names)
 	ck_assert_str_eq(segread_kind_name(0, buf, sizeof(buf)), "SPAWN");
 	ck_assert_str_eq(segread_kind_name(2, buf, sizeof(buf)), "WAKE");
 	ck_assert_str_eq(segread_kind_name(14, buf, sizeof(buf)), "LIFECYCLE_DROP");
-	ck_assert_str_eq(segread_kind_name(15, buf, sizeof(buf)), "KIND_15");
+	ck_assert_str_eq(segread_kind_name(15, buf, sizeof(buf)), "LOOP_WAIT");
+	ck_assert_str_eq(segread_kind_name(XTC_TAIL_WATCH_STOP, buf, sizeof(buf)), "WATCH_STOP");
+	ck_assert_str_eq(segread_kind_name(XTC_TAIL_NKINDS, buf, sizeof(buf)), "KIND_23");
 	ck_assert_str_eq(segread_kind_name(UINT32_MAX, buf, sizeof(buf)), "KIND_4294967295");
 	ck_assert_str_eq(segread_end_reason_name(1, buf, sizeof(buf)), "detached");
 	ck_assert_str_eq(segread_end_reason_name(6, buf, sizeof(buf)), "daemon_crashed");

@@ -779,7 +779,8 @@ const char *segread_dir(const struct segread *r)
 static const char *const kind_names[] = {
 	"SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM",
 	"LOOP_POLL", "PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL",
-	"LIFECYCLE_DROP",
+	"LIFECYCLE_DROP", "LOOP_WAIT", "LOOP_WAKE", "LOOP_DISPATCH", "CB_BEGIN", "CB_END",
+	"CB_FUNC", "WATCH_START", "WATCH_STOP",
 };
 
 static const char *const end_reason_names[] = {

@@ -60,4 +60,11 @@ void print_errno_name(char *buf, size_t len, int err);
 /* A duration in ns as "850ns", "1.250ms", "12.500s", "2m05s", "3h07m". */
 const char *print_duration(char *buf, size_t len, uint64_t ns);
 
+/* An adapter's watcher kind (enum xtc_tail_watcher) by name: "io", ... */
+const char *print_watcher_name(uint32_t wkind);
+
+/* The pid of a CB_BEGIN, CB_END, WATCH_START or WATCH_STOP record as
+ * "LOOP.KIND[:FD].cbN" in buf; 0 (buf untouched) for any other kind. */
+int print_watcher_pid(char *buf, size_t len, const xtc_tail_rec_t *r);
+
 #endif /* XTCD_READ_PRINT_H */

@@ -43,7 +43,7 @@
 #include "xtcd/read/view.h"
 #include "xtcd/read/read.h"
 
-#define NKINDS 15   /* SPAWN .. LIFECYCLE_DROP; later kinds count as "other" */
+#define NKINDS XTC_TAIL_NKINDS   /* kinds with a name; later ones count as "other" */
 
 struct loop_stats {
 	uint32_t loop;

@@ -44,7 +44,7 @@
 #include "xtcd/report/report.h"
 #include "xtcd/read/read.h"
 
-#define RP_NKINDS     15        /* SPAWN .. LIFECYCLE_DROP; more count as other */
+#define RP_NKINDS     XTC_TAIL_NKINDS /* kinds with a name; more count as other */
 #define RP_MERGE_MAX  (1u << 21) /* records a session may hold back for order */
 #define RP_PROOF      6         /* proving events kept per finding */
 #define RP_WORST      5         /* worst latencies kept per session */
