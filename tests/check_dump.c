@@ -65,12 +65,12 @@ static const struct emit known[] = {
 	{ XTC_TAIL_SCHED, XTC_TAIL_LIFECYCLE_DROP, { UINT32_MAX - 1, UINT32_MAX, UINT64_MAX },
 	  (uint64_t)-ENOMEM },
 	{ XTC_TAIL_IO, XTC_TAIL_REAP, { 3, 0, 0 }, 0 },
-	{ XTC_TAIL_SCHED, XTC_TAIL_LOOP_WAKE, { 2, 0, 0 }, 1234567 },
-	{ XTC_TAIL_SCHED, XTC_TAIL_CB_END, { 2, 7, XTC_TAIL_CB_GEN(XTC_TAIL_W_IO, 3, 0x7f0012345678) },
-	  4321 },
 	{ XTC_TAIL_OS, XTC_TAIL_WAKE, { 7, 0, 0 }, TASK_B },   /* no PARK_TASK: woken 0 */
 	{ XTC_TAIL_SCHED, XTC_TAIL_EXIT, { 3, 1, 1 }, UINT64_MAX },
 	{ XTC_TAIL_SCHED, XTC_TAIL_RUN, { 1u << 28, 1u << 21, 1ull << 63 }, 1ull << 35 },
+	{ XTC_TAIL_SCHED, XTC_TAIL_LOOP_WAKE, { 2, 0, 0 }, 1234567 },
+	{ XTC_TAIL_SCHED, XTC_TAIL_CB_END, { 2, 7, XTC_TAIL_CB_GEN(XTC_TAIL_W_IO, 3, 0x7f0012345678) },
+	  4321 },
 };
 #define N_KNOWN (sizeof(known) / sizeof(known[0]))
 
