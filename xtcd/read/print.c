@@ -174,7 +174,6 @@ void print_detail(char *buf, size_t len, uint32_t kind, uint64_t d)
 	case XTC_TAIL_SUBMIT_FAIL: submit_fail_detail(buf, len, d); break;
 	case XTC_TAIL_POLL_FULL: snprintf(buf, len, "budget=%" PRIu64, d); break;
 	case XTC_TAIL_LIFECYCLE_DROP: snprintf(buf, len, "err=%" PRId64, (int64_t)d); break;
-	case XTC_TAIL_LOOP_WAIT:  snprintf(buf, len, "iteration=%" PRIu64, d); break;
 	case XTC_TAIL_LOOP_WAKE:  print_duration(tmp, sizeof(tmp), d);
 	                          snprintf(buf, len, "blocked=%s", tmp); break;
 	case XTC_TAIL_LOOP_DISPATCH:

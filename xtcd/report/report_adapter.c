@@ -510,7 +510,7 @@ static void ra_uring_text(struct report *rep, struct rp_adapter *a)
 		fprintf(rep->out, "    s%-3" PRIu64 " L%-6s submitted %" PRIu64 ", seen %" PRIu64
 		        ", failed submits %" PRIu64 ", submitted and never seen %" PRIu64 "%s",
 		        l->sess, rp_loop_name(b, sizeof(b), l->loop), l->submits, l->reaps, l->fails,
-		        l->unseen, l->unseen && !cannot ? " (PROVEN: nothing lost on this loop)" : "");
+		        l->unseen, l->unseen && !cannot ? " (PROVEN: nothing was lost on this loop; still in flight or lost at the end)" : "");
 		for (unsigned k = 0; k < l->nleft; k++)
 			fprintf(rep->out, "%s0x%" PRIx64, k ? " " : ": tags ", l->left[k]);
 		fputc('\n', rep->out);
