@@ -344,7 +344,8 @@ static inline uint64_t watch_detail(unsigned wkind, const void *w)
 	{                                                                               \
 		if (xev_watch_on && !xev_off && ev_is_active(w))                        \
 			watch_rec(loop, (ev_watcher *)w, WKIND, XTC_TAIL_WATCH_STOP, 0);\
-		if (xev_cb_on && !called_by_libev(__builtin_return_address(0)))         \
+		if (xev_cb_on && xev_maybe_tramp((void *)w->cb) &&                      \
+		    !called_by_libev(__builtin_return_address(0)))                      \
 			xev_cb_unwrap((ev_watcher *)w);                                 \
 		real_##type##_stop(loop, w);                                            \
 	}

@@ -67,6 +67,13 @@ void xev_cb_init(void);
 void xev_cb_wrap(ev_watcher *w, unsigned wkind);
 /* Give w its own callback back (a stop by the program). */
 void xev_cb_unwrap(ev_watcher *w);
+/* The trampolines' section (xev_cb.c): a callback outside it is none. */
+extern const char __start_xev_tramp[], __stop_xev_tramp[];
+static inline int xev_maybe_tramp(const void *cb)
+{
+	return (uintptr_t)cb - (uintptr_t)__start_xev_tramp <
+	       (uintptr_t)__stop_xev_tramp - (uintptr_t)__start_xev_tramp;
+}
 /* The trampolines in use and the callbacks left unwrapped for want of one. */
 unsigned xev_cb_count(void);
 uint64_t xev_cb_unwrapped(void);

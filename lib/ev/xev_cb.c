@@ -39,18 +39,27 @@ struct xev_slot {
 };
 
 static struct xev_cb cbs[XEV_NTRAMP];
+static int16_t slot_k[XEV_NTRAMP * 2];  /* 16-byte slot of the section -> k */
+static int slots_ok;
 static unsigned cb_next;
 static uint64_t cb_unwrapped;
 static struct xev_slot tramp_tab[XEV_TAB], orig_tab[XEV_TAB];
 
-static void tramp_run(unsigned k, struct ev_loop *loop, void *w, int revents);
+static void tramp_run(struct ev_loop *loop, void *w, int revents, unsigned k)
+	__attribute__((noinline));
 
 /* 256 trampolines, each a call of tramp_run with its own number.  A
  * name's digits are base 4 (xev_t0213); pasted behind a 0 they make an
  * octal literal whose octal digits are those base-4 digits, and B4 reads
  * them back as the number, at compile time. */
 #define B4(o) ((((o) >> 9) & 7) * 64 + (((o) >> 6) & 7) * 16 + (((o) >> 3) & 7) * 4 + ((o) & 7))
-#define T1(n) static void xev_t##n(struct ev_loop *l, void *w, int r) { tramp_run(B4(0##n), l, w, r); }
+/* Each is "mov $k, %ecx; jmp tramp_run", 10 bytes, in a section of its
+ * own at 16-byte alignment: so a callback is a trampoline when its address
+ * falls in the section, and which one is its 16-byte slot (tramp_init
+ * checks that layout and falls back to tramp_tab when the compiler made
+ * something else of them, as without optimisation). */
+#define T1(n) __attribute__((section("xev_tramp"), aligned(16), noinline)) \
+	static void xev_t##n(struct ev_loop *l, void *w, int r) { tramp_run(l, w, r, B4(0##n)); }
 #define T4(n) T1(n##0) T1(n##1) T1(n##2) T1(n##3)
 #define T16(n) T4(n##0) T4(n##1) T4(n##2) T4(n##3)
 #define T64(n) T16(n##0) T16(n##1) T16(n##2) T16(n##3)
@@ -84,8 +93,42 @@ static int tab_find(const struct xev_slot *tab, uintptr_t key)
 	return -1;
 }
 
+/* The trampoline number of fn, or -1 when fn is none. */
+static inline int tramp_of(xev_cb_fn fn)
+{
+	uintptr_t off = (uintptr_t)fn - (uintptr_t)__start_xev_tramp;
+
+	if (__builtin_expect(slots_ok, 1))
+		return off < sizeof(slot_k) / sizeof(slot_k[0]) * 16 && (off & 15) == 0 ? slot_k[off >> 4] : -1;
+	return tab_find(tramp_tab, (uintptr_t)fn);
+}
+
+/* Map each 16-byte slot of the section to its trampoline, if they are
+ * laid out one to a slot. */
+static void slots_init(void)
+{
+	uintptr_t base = (uintptr_t)__start_xev_tramp, end = (uintptr_t)__stop_xev_tramp;
+
+	for (unsigned i = 0; i < sizeof(slot_k) / sizeof(slot_k[0]); i++)
+		slot_k[i] = -1;
+	if (end - base > sizeof(slot_k) / sizeof(slot_k[0]) * 16)
+		return;
+	for (unsigned k = 0; k < XEV_NTRAMP; k++) {
+		uintptr_t off = (uintptr_t)tramps[k] - base;
+
+		if (off >= end - base || (off & 15) != 0 || slot_k[off >> 4] != -1)
+			return;
+		slot_k[off >> 4] = (int16_t)k;
+	}
+	slots_ok = 1;
+}
+
 void xev_cb_init(void)
 {
+	slots_init();
+	if (!slots_ok)
+		adapt_log("libxtctail-ev: trampolines are not one to a 16-byte slot (an "
+		          "unoptimised build?); finding them by table instead");
 	for (unsigned k = 0; k < XEV_NTRAMP; k++) {
 		uintptr_t key = (uintptr_t)tramps[k];
 		uint32_t i = slot_of(key);
@@ -97,16 +140,26 @@ void xev_cb_init(void)
 	}
 }
 
+/* The last (callback, kind) a thread wrapped: a server restarts the same
+ * few over and over. */
+static __thread struct { uintptr_t key; int k; } last_orig __attribute__((tls_model("initial-exec")));
+
 /* The trampoline number of (fn, wkind), given one if it has none; -1 when
  * all are taken. */
 static int orig_get(xev_cb_fn fn, unsigned wkind)
 {
 	uintptr_t key = (uintptr_t)fn ^ ((uintptr_t)wkind << 56);
-	int k = tab_find(orig_tab, key);
+	int k;
 	unsigned mine;
 
-	if (k >= 0)
+	if (last_orig.key == key)
+		return last_orig.k;
+	k = tab_find(orig_tab, key);
+	if (k >= 0) {
+		last_orig.key = key;
+		last_orig.k = k;
 		return k;
+	}
 	for (uint32_t i = slot_of(key), n = 0; n < XEV_TAB; i = (i + 1) & (XEV_TAB - 1), n++) {
 		uintptr_t expect = 0;
 
@@ -131,7 +184,7 @@ void xev_cb_wrap(ev_watcher *w, unsigned wkind)
 	xev_cb_fn fn = (xev_cb_fn)w->cb;
 	int k;
 
-	if (fn == NULL || ev_is_active(w) || tab_find(tramp_tab, (uintptr_t)fn) >= 0)
+	if (fn == NULL || ev_is_active(w) || tramp_of(fn) >= 0)
 		return; /* a no-op start, or wrapped already (restarted, copied) */
 	k = orig_get(fn, wkind);
 	if (k < 0) {
@@ -145,7 +198,7 @@ void xev_cb_wrap(ev_watcher *w, unsigned wkind)
 
 void xev_cb_unwrap(ev_watcher *w)
 {
-	int k = tab_find(tramp_tab, (uintptr_t)w->cb);
+	int k = tramp_of((xev_cb_fn)w->cb);
 
 	if (k >= 0)
 		w->cb = (void (*)(struct ev_loop *, ev_watcher *, int))cbs[k].fn;
@@ -178,7 +231,7 @@ static void announce(unsigned k, uint32_t loop_id)
 	              (uint64_t)(uintptr_t)c->fn);
 }
 
-static void tramp_run(unsigned k, struct ev_loop *loop, void *w, int revents)
+static void tramp_run(struct ev_loop *loop, void *w, int revents, unsigned k)
 {
 	const struct xev_cb *c = &cbs[k];
 	struct xev_loop *L;
