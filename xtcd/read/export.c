@@ -522,6 +522,28 @@ static int pid_eq(xtc_pid_t a, xtc_pid_t b)
 	return a.loop_id == b.loop_id && a.local_id == b.local_id && a.gen == b.gen;
 }
 
+/* An adapter's CB_END or LOOP_WAKE: a complete slice ending at the record
+ * (detail = its length), "CB <watcher>" or "wait". */
+static void adapter_slice(struct export *x, const struct track *t, const struct segread_item *it)
+{
+	const xtc_tail_rec_t *r = &it->u.event.rec;
+	char name[96], w[64];
+	uint64_t from = it->real_ns > r->detail ? it->real_ns - r->detail : 0;
+	int len;
+
+	if (r->kind == XTC_TAIL_CB_END && print_watcher_pid(w, sizeof(w), r))
+		len = snprintf(name, sizeof(name), "CB %s", w);
+	else
+		len = snprintf(name, sizeof(name), "wait");
+	ev_begin(x, name, (size_t)len, 'X');
+	fputs(r->kind == XTC_TAIL_CB_END ? ",\"cat\":\"callback\"" : ",\"cat\":\"wait\"", x->out);
+	put_ts(x, from);
+	fputs(",\"dur\":", x->out);
+	put_us(x->out, r->detail);
+	fprintf(x->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"args\":{\"loop\":%" PRIu32 "}}",
+	        t->pid, t->tid, r->pid.loop_id);
+}
+
 /* An event: a slice boundary, or an instant. */
 static void chrome_event(struct export *x, const struct segread_item *it)
 {
@@ -551,6 +573,10 @@ static void chrome_event(struct export *x, const struct segread_item *it)
 		if (t->open && pid_eq(t->run_pid, r->pid))
 			slice_close(x, t, it->real_ns, r->kind == XTC_TAIL_PARK ? "PARK" : "EXIT");
 		break;
+	case XTC_TAIL_CB_END:
+	case XTC_TAIL_LOOP_WAKE:
+		adapter_slice(x, t, it);
+		return;
 	}
 	kn = segread_kind_name(r->kind, kbuf, sizeof(kbuf));
 	print_detail(det, sizeof(det), r->kind, r->detail);
