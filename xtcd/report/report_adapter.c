@@ -366,7 +366,7 @@ static void ra_state(struct report *rep, const struct ra_loop *l, char *buf, siz
 	uint64_t since = l->in_wait ? l->wait_t : l->nopen ? l->open[l->nopen - 1].t : l->last_t;
 
 	print_duration(d, sizeof(d), end > since ? end - since : 0);
-	rp_clock(c, sizeof(c), since);
+	print_wall_clock(c, sizeof(c), since);
 	if (l->in_wait) {
 		snprintf(buf, len, "idle in its wait since %s (%s): alive", c, d);
 		return;
@@ -430,7 +430,7 @@ static void ra_loops_text(struct report *rep, struct rp_adapter *a)
 		}
 		ra_state(rep, l, st, sizeof(st));
 		fprintf(rep->out, "    %-6s %9" PRIu64 " %6.1f%% %7.1f%% %8.1f%% %9" PRIu64 " %10.1f  %s\n",
-		        rp_loop_name(b, sizeof(b), l->loop), l->waits, 100.0 - pct(blocked, span),
+		        print_loop(b, sizeof(b), l->loop), l->waits, 100.0 - pct(blocked, span),
 		        pct(blocked, span), pct(l->dispatch_ns, span), l->cbs,
 		        l->dispatches ? (double)l->pending / (double)l->dispatches : 0.0, st);
 	}
@@ -483,7 +483,7 @@ static void ra_cbs_text(struct report *rep, struct rp_adapter *a)
 		const struct ra_slow *sl = &a->slow[i];
 
 		fprintf(rep->out, "    %s s%-3" PRIu64 " L%-4" PRIu32 " %-20s took %s, started %s after "
-		        "its loop woke\n", rp_clock(c, sizeof(c), sl->t), sl->sess, sl->loop,
+		        "its loop woke\n", print_wall_clock(c, sizeof(c), sl->t), sl->sess, sl->loop,
 		        ra_watcher(w, sizeof(w), sl->wkind, sl->fd, sl->cbno),
 		        print_duration(mx, sizeof(mx), sl->took),
 		        print_duration(p50, sizeof(p50), sl->hol));
@@ -509,7 +509,7 @@ static void ra_uring_text(struct report *rep, struct rp_adapter *a)
 		cannot = report_loss(rep, s, RS_LOOP, l->loop, l->first_t, report_sess_end(s), 1, &loss);
 		fprintf(rep->out, "    s%-3" PRIu64 " L%-6s submitted %" PRIu64 ", seen %" PRIu64
 		        ", failed submits %" PRIu64 ", submitted and never seen %" PRIu64 "%s",
-		        l->sess, rp_loop_name(b, sizeof(b), l->loop), l->submits, l->reaps, l->fails,
+		        l->sess, print_loop(b, sizeof(b), l->loop), l->submits, l->reaps, l->fails,
 		        l->unseen, l->unseen && !cannot ? " (PROVEN: nothing was lost on this loop; still in flight or lost at the end)" : "");
 		for (unsigned k = 0; k < l->nleft; k++)
 			fprintf(rep->out, "%s0x%" PRIx64, k ? " " : ": tags ", l->left[k]);
@@ -551,7 +551,7 @@ void report_adapter_json(struct report *rep)
 		        "\"span_ns\":%" PRIu64 ",\"blocked_ns\":%" PRIu64 ",\"dispatch_ns\":%" PRIu64
 		        ",\"waits\":%" PRIu64 ",\"callbacks\":%" PRIu64 ",\"in_wait_at_end\":%s,"
 		        "\"submits\":%" PRIu64 ",\"reaps\":%" PRIu64 ",\"submit_fails\":%" PRIu64
-		        ",\"unseen\":%" PRIu64 ",\"state\":", l->sess, rp_loop_json(l->loop), span,
+		        ",\"unseen\":%" PRIu64 ",\"state\":", l->sess, print_loop_json(l->loop), span,
 		        blocked, l->dispatch_ns, l->waits, l->cbs, l->in_wait ? "true" : "false",
 		        l->submits, l->reaps, l->fails, l->unseen);
 		print_json_string(rep->out, st, strlen(st));
