@@ -21,7 +21,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 mkdir -p "$T/htdocs"
 head -c 1024 /dev/zero | tr '\0' x >"$T/htdocs/index.html"
 start_xtcd --drain-ms 10
-LD_PRELOAD=$EVLIB "$NGHTTPD" --no-tls -n "$WORKERS" -a 127.0.0.1 -d "$T/htdocs" "$port" \
+LD_PRELOAD=$(adapter_preload "$EVLIB") "$NGHTTPD" --no-tls -n "$WORKERS" -a 127.0.0.1 -d "$T/htdocs" "$port" \
 	>"$T/nghttpd.out" 2>&1 &
 NG=$!
 trap 'kill -9 $NG 2>/dev/null; cleanup' EXIT

@@ -21,7 +21,7 @@ if [ $rc -ne 0 ] && grep -q 'io_uring_queue_init' "$T/plain.err"; then
 fi
 [ $rc -eq 0 ] || fail "xtc-uringapp alone exited $rc: $(cat "$T/plain.err")"
 start_xtcd --drain-ms 10
-LD_PRELOAD=$URLIB "$URAPP" >"$T/ur.out" 2>"$T/ur.err" ||
+LD_PRELOAD=$(adapter_preload "$URLIB") "$URAPP" >"$T/ur.out" 2>"$T/ur.err" ||
 	fail "xtc-uringapp under the adapter exited $?: $(cat "$T/ur.err")"
 diff <(grep '^app ' "$T/plain.out") <(grep '^app ' "$T/ur.out") >"$T/diff" ||
 	fail "the program's calls did not return as without the adapter: $(cat "$T/diff")"

@@ -16,6 +16,10 @@
  *   hooks     a loop with the program's own invoke-pending and
  *             release/acquire callbacks, counted
  *   threads   two loops on two threads, 20 timer runs each
+ *   other     libev's threads example: the loop's invoke-pending callback
+ *             has another thread run ev_invoke_pending, under a mutex the
+ *             release/acquire callbacks drop and take; 10 timer runs, all
+ *             on that other thread
  *   idle      a loop on a thread blocked in its wait for 600 ms with
  *             nothing to do, then woken by ev_async_send
  *   fork      a child forked from a callback runs its loop (ev_loop_fork)
@@ -23,6 +27,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,10 +154,88 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* ---- other: callbacks invoked on another thread ---- */
+static pthread_mutex_t ot_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ot_cond = PTHREAD_COND_INITIALIZER;
+static int ot_want, ot_done, ot_runs, ot_elsewhere;
+static pthread_t ot_loop_thread;
+static void ot_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)revents;
+	ot_elsewhere += !pthread_equal(pthread_self(), ot_loop_thread);
+	if (++ot_runs == 10)
+		ev_timer_stop(loop, w);
+}
+static void ot_invoke(struct ev_loop *loop)
+{
+	(void)loop;
+	ot_want = 1;
+	pthread_cond_broadcast(&ot_cond);
+	while (ot_want)
+		pthread_cond_wait(&ot_cond, &ot_lock);
+}
+static void ot_release(struct ev_loop *loop)
+{
+	(void)loop;
+	pthread_mutex_unlock(&ot_lock);
+}
+static void ot_acquire(struct ev_loop *loop)
+{
+	(void)loop;
+	pthread_mutex_lock(&ot_lock);
+}
+static void *ot_invoker(void *arg)
+{
+	struct ev_loop *loop = arg;
+
+	pthread_mutex_lock(&ot_lock);
+	while (!ot_done) {
+		if (ot_want) {
+			ev_invoke_pending(loop);
+			ot_want = 0;
+			pthread_cond_broadcast(&ot_cond);
+		}
+		pthread_cond_wait(&ot_cond, &ot_lock);
+	}
+	pthread_mutex_unlock(&ot_lock);
+	return NULL;
+}
+static void run_other_thread(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	pthread_t inv;
+	ev_timer t;
+
+	ot_loop_thread = pthread_self();
+	ev_set_invoke_pending_cb(loop, ot_invoke);
+	ev_set_loop_release_cb(loop, ot_release, ot_acquire);
+	pthread_create(&inv, NULL, ot_invoker, loop);
+	ev_timer_init(&t, ot_cb, 0.001, 0.001);
+	pthread_mutex_lock(&ot_lock);
+	ev_timer_start(loop, &t);
+	ev_run(loop, 0);
+	ot_done = 1;
+	pthread_cond_broadcast(&ot_cond);
+	pthread_mutex_unlock(&ot_lock);
+	pthread_join(inv, NULL);
+	ev_loop_destroy(loop);
+	printf("app other runs %d, all on the invoking thread: %s\n", ot_runs,
+	       ot_elsewhere == ot_runs ? "yes" : "no");
+}
+
 /* ---- idle ---- */
 static struct ev_loop *idle_loop;
 static ev_async idle_async;
+static ev_prepare idle_prepare;
 static int idle_woken;
+static sem_t idle_blocking;
+/* Runs just before the loop blocks: from here on it is in its wait. */
+static void idle_prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	(void)revents;
+	ev_prepare_stop(loop, w);
+	sem_post(&idle_blocking);
+}
 static void idle_async_cb(struct ev_loop *loop, ev_async *w, int revents)
 {
 	(void)revents;
@@ -245,10 +328,16 @@ int main(void)
 		pthread_join(th[i], NULL);
 	printf("app threads runs %d %d\n", w[0].runs, w[1].runs);
 
+	run_other_thread();
+
 	idle_loop = ev_loop_new(EVFLAG_AUTO);
 	ev_async_init(&idle_async, idle_async_cb);
 	ev_async_start(idle_loop, &idle_async);
+	ev_prepare_init(&idle_prepare, idle_prepare_cb);
+	ev_prepare_start(idle_loop, &idle_prepare);
+	sem_init(&idle_blocking, 0, 0);
 	pthread_create(&it, NULL, idle_main, NULL);
+	sem_wait(&idle_blocking);
 	usleep(600 * 1000);
 	ev_async_send(idle_loop, &idle_async);
 	pthread_join(it, NULL);
@@ -262,9 +351,9 @@ int main(void)
 	}
 	printf("seen child pid %d\n", (int)child);
 	printf("seen fn slow %p again %p cb_a %p cb_b %p inner %p nested %p hook %p worker %p "
-	       "idle %p child %p\n", (void *)slow_cb, (void *)again_cb, (void *)cb_a, (void *)cb_b,
-	       (void *)inner_cb, (void *)nested_cb, (void *)hook_cb, (void *)worker_cb,
-	       (void *)idle_async_cb, (void *)child_cb);
+	       "idle %p child %p other %p\n", (void *)slow_cb, (void *)again_cb, (void *)cb_a,
+	       (void *)cb_b, (void *)inner_cb, (void *)nested_cb, (void *)hook_cb, (void *)worker_cb,
+	       (void *)idle_async_cb, (void *)child_cb, (void *)ot_cb);
 	printf("app done\n");
 	return 0;
 }
