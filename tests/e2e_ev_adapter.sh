@@ -20,13 +20,16 @@ LD_PRELOAD=$(adapter_preload "$EVLIB") "$EVAPP" >"$T/ev.out" 2>"$T/ev.err" ||
 	fail "xtc-evapp under the adapter exited $?: $(cat "$T/ev.err")"
 diff <(grep '^app ' "$T/plain.out") <(grep '^app ' "$T/ev.out") >"$T/diff" ||
 	fail "the program's callbacks did not run as without the adapter: $(cat "$T/diff")"
+# Watcher start/stop records are off by default; this run turns them on.
+XTC_TAIL_EV_WATCHERS=1 LD_PRELOAD=$(adapter_preload "$EVLIB") "$EVAPP" >"$T/watch.out" 2>"$T/watch.err" ||
+	fail "xtc-evapp with XTC_TAIL_EV_WATCHERS=1 exited $?: $(cat "$T/watch.err")"
 for _ in $(seq 1 250); do
-	[ "$(grep -c "ended: detached" "$T/xtcd.log")" -ge 2 ] && break
+	[ "$(grep -c "ended: detached" "$T/xtcd.log")" -ge 4 ] && break
 	sleep 0.02
 done
 stop_xtcd
 cat_json
-python3 - "$T/all.json" "$T/ev.out" "$top_srcdir/tests" <<'EOF' || fail "ev adapter record"
+python3 - "$T/all.json" "$T/ev.out" "$top_srcdir/tests" "$T/watch.out" <<'EOF' || fail "ev adapter record"
 import sys
 from collections import defaultdict
 sys.path.insert(0, sys.argv[3])
@@ -43,12 +46,32 @@ fns = dict(zip(seen["fn"][0::2], (int(x, 16) for x in seen["fn"][1::2])))
 child_pid = int(seen["child"][1])
 releases = int(seen["hooks"][1])
 
+watch_pid = watch_child = None
+for line in open(sys.argv[4]):
+    w = line.split()
+    if w[:2] == ["seen", "pid"]:
+        watch_pid = int(w[2])
+    elif w[:2] == ["seen", "child"]:
+        watch_child = int(w[3])
 ss = sessions(recs)
 by_pid = {s["start"]["pid"]: sid for sid, s in ss.items() if s["start"]}
 bad = []
-if child_pid not in by_pid or len(ss) != 2:
-    bad.append("want 2 sessions (parent and forked child), have %r" % sorted(by_pid))
-for sid, s in ss.items():
+if child_pid not in by_pid or len(ss) != 4 or watch_pid not in by_pid:
+    bad.append("want 4 sessions (two runs, each with a forked child), have %r" % sorted(by_pid))
+kinds_of = defaultdict(lambda: defaultdict(int))
+for r in recs:
+    if r["type"] == "event":
+        kinds_of[r["session"]][r["kind"]] += 1
+for pid in (int(seen["pid"][0]), child_pid):
+    k = kinds_of[by_pid.get(pid)]
+    if k["WATCH_START"] or k["WATCH_STOP"]:
+        bad.append("watcher records in a default run (pid %d): %r" % (pid, dict(k)))
+k = kinds_of[by_pid.get(watch_pid)]
+if k["WATCH_START"] < 15 or k["WATCH_STOP"] < 5:
+    bad.append("XTC_TAIL_EV_WATCHERS=1: want >= 15 WATCH_START and >= 5 WATCH_STOP, have %r" % dict(k))
+ss = {sid: s for sid, s in ss.items() if s["start"]["pid"] not in (watch_pid, watch_child)}
+recs = [r for r in recs if r.get("session") in ss]
+for sid, s in sessions(recs).items():
     reconcile(s, sid)
     if s["end"]["reason"] != "detached" or s["end"]["dropped"] or s["end"]["lost"]:
         bad.append("session %s did not end clean: %r" % (sid, s["end"]))
@@ -79,7 +102,7 @@ def runs(events, fn):
     return out
 
 
-parent = ev([sid for sid, s in ss.items() if s["start"]["pid"] != child_pid][0])
+parent = ev(by_pid[int(seen["pid"][0])])
 
 slow = runs(parent, fns["slow"])
 if len(slow) != 1 or slow[0][2]["detail"] < 35_000_000 or (slow[0][1]["gen"] >> 56) != TIMER:

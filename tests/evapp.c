@@ -293,6 +293,7 @@ int main(void)
 	int st;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("seen pid %d\n", (int)getpid());
 	run_once(loop, &t, slow_cb, 0.001, 0.);
 	printf("app slow runs %d\n", slow_runs);
 

@@ -68,7 +68,8 @@ void xev_cb_wrap(ev_watcher *w, unsigned wkind);
 /* Give w its own callback back (a stop by the program). */
 void xev_cb_unwrap(ev_watcher *w);
 /* The trampolines' section (xev_cb.c): a callback outside it is none. */
-extern const char __start_xev_tramp[], __stop_xev_tramp[];
+extern const char __start_xev_tramp[] __attribute__((visibility("hidden")));
+extern const char __stop_xev_tramp[] __attribute__((visibility("hidden")));
 static inline int xev_maybe_tramp(const void *cb)
 {
 	return (uintptr_t)cb - (uintptr_t)__start_xev_tramp <
