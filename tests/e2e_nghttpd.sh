@@ -97,4 +97,8 @@ ok = ok and re.search(r"^\s+io:\d+ cb\d+\s+\d+\s+\S+s\s+\S+s", sec, re.M) is not
 ok = ok and "head-of-line delay" in sec and "idle in its wait" in sec
 sys.exit(0 if ok else 1)
 PY
+# The chrome export draws the callbacks and waits as slices that nest.
+"$XTCD" --export chrome "$DIR" >"$T/trace.json" 2>"$T/export.err" || fail "--export chrome exited $?: $(cat "$T/export.err")"
+python3 "$top_srcdir/tests/viewers/chrome_nesting.py" "$T/trace.json" || fail "the chrome export's slices do not nest"
+grep -q '"name":"CB [0-9]*\.io:' "$T/trace.json" || fail "the chrome export has no callback slices"
 echo "ok: nghttpd recorded through libxtctail-ev"
