@@ -166,6 +166,15 @@ print("ok: %d sessions, %d loops, slow %.1f ms, idle wait %.0f ms" %
       (len(ss), len(loops), slow[0][2]["detail"] / 1e6, max(wakes) / 1e6))
 EOF
 "$XTCD" --cat "$DIR" >"$T/cat.txt" 2>&1 || fail "--cat exited $?"
+# Every export names the adapter kinds: dial9 schemas, CTF event classes.
+"$XTCD" --export dial9 "$DIR" >"$T/trace.d9" 2>/dev/null || fail "--export dial9 exited $?"
+grep -q XtcCallbackBeginEvent "$T/trace.d9" || fail "the dial9 export does not name CB_BEGIN"
+if command -v babeltrace2 >/dev/null 2>&1; then
+	"$XTCD" --export ctf "$DIR" "$T/ctf" 2>/dev/null || fail "--export ctf exited $?"
+	babeltrace2 "$T/ctf" >"$T/bt.txt" 2>&1 || fail "babeltrace2 failed: $(tail -3 "$T/bt.txt")"
+	grep -q '^\[.*\] (.*) CB_BEGIN: ' "$T/bt.txt" && ! grep -q ' OTHER: ' "$T/bt.txt" ||
+		fail "the CTF export does not name the adapter kinds: $(grep -m2 -e CB_ -e OTHER "$T/bt.txt")"
+fi
 # A program with its own static copy of libev bypasses the adapter: it runs
 # as without it, and XTC_DEBUG says, in one line, that nothing went through.
 if [ -x "$EVAPP-static" ]; then
