@@ -16,6 +16,7 @@
 # only runs taken under similar load.
 #
 # usage: bench/adapter_nghttpd.sh [ROUNDS [REQUESTS]]   (defaults 5, 200000)
+#        make bench-adapters BENCH_ADAPTER_ARGS="5 200000"
 set -eu
 ROUNDS=${1:-5}
 REQUESTS=${2:-200000}
