@@ -43,10 +43,13 @@ START_TEST(test_kind_names)
 	static const char *const want[] = {
 		"SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM", "LOOP_POLL",
 		"PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL", "LIFECYCLE_DROP",
+		"LOOP_WAIT", "LOOP_WAKE", "LOOP_DISPATCH", "CB_BEGIN", "CB_END", "CB_FUNC",
+		"WATCH_START", "WATCH_STOP",
 	};
 	char buf[24], other[24];
 
-	ck_assert_uint_ge(SEGNAME_NKINDS, sizeof(want) / sizeof(want[0]));
+	ck_assert_uint_eq(SEGNAME_NKINDS, sizeof(want) / sizeof(want[0]));
+	ck_assert_uint_eq(SEGNAME_NKINDS, XTC_TAIL_NKINDS);
 	for (uint32_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
 		ck_assert_str_eq(segname_kind(k, buf, sizeof(buf)), want[k]);
 	/* every named kind has its own name, none of them the fallback */

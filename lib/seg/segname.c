@@ -35,6 +35,15 @@ static const struct name kinds[] = {
 	[XTC_TAIL_SUBMIT_FAIL]    = { "SUBMIT_FAIL", NULL },
 	[XTC_TAIL_POLL_FULL]      = { "POLL_FULL", NULL },
 	[XTC_TAIL_LIFECYCLE_DROP] = { "LIFECYCLE_DROP", NULL },
+	/* the loop-library adapters' (xtc_tail_ev(3)) */
+	[XTC_TAIL_LOOP_WAIT]      = { "LOOP_WAIT", NULL },
+	[XTC_TAIL_LOOP_WAKE]      = { "LOOP_WAKE", NULL },
+	[XTC_TAIL_LOOP_DISPATCH]  = { "LOOP_DISPATCH", NULL },
+	[XTC_TAIL_CB_BEGIN]       = { "CB_BEGIN", NULL },
+	[XTC_TAIL_CB_END]         = { "CB_END", NULL },
+	[XTC_TAIL_CB_FUNC]        = { "CB_FUNC", NULL },
+	[XTC_TAIL_WATCH_START]    = { "WATCH_START", NULL },
+	[XTC_TAIL_WATCH_STOP]     = { "WATCH_STOP", NULL },
 };
 
 /* The counters sized by SEGNAME_NKINDS have a slot for every row here. */
