@@ -124,6 +124,7 @@ static struct {
 	ev_io     uring_w;
 	ev_timer  sync_w;
 	int       rotating;
+	int       starved;         /* a block was refused for want of a free buffer */
 	uint64_t  evict_first, evict_last, evict_bytes, evict_records;
 	uint64_t *evict_sessions;
 	size_t    evict_nsessions;
@@ -751,8 +752,10 @@ void *store_block_begin(uint32_t len)
 
 		for (int i = 0; i < NBUF; i++)
 			free_bufs += st.bufs[i].state == BUF_FREE;
-		if (free_bufs < 2)
+		if (free_bufs < 2) {
+			st.starved = 1;
 			return NULL;
+		}
 		segment_rotate();
 		if (st.cur == NULL)
 			return NULL;
@@ -762,8 +765,10 @@ void *store_block_begin(uint32_t len)
 		buf_seal();
 		b = NULL;
 	}
-	if (b == NULL && (b = st.filling = buf_take()) == NULL)
+	if (b == NULL && (b = st.filling = buf_take()) == NULL) {
+		st.starved = 1;
 		return NULL;
+	}
 	b->begun = build_at(b->len);
 	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
 }
@@ -960,6 +965,14 @@ static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 		io_uring_cqe_seen(&st.ring, cqe);
 		if (st.inflight != NULL)
 			write_done(res == -EAGAIN || res == -EINTR ? 0 : res);
+	}
+	/* A drain that stopped because every buffer was waiting for the
+	 * disk goes on now that one is free, not at the next nudge or
+	 * timer: under overload that wait is what made io_uring slower
+	 * than pwrite, whose writes never leave the drain without one. */
+	if (st.starved && !st.rotating) {
+		st.starved = 0;
+		session_drain_all();
 	}
 }
 
