@@ -15,7 +15,8 @@
  * mapping (xtcd's first touch of the ring's pages is in it); the rest are
  * the steady state.  Printed: records/s of wall and of process CPU time
  * (user + system, so the kernel's share of the writes counts) for the
- * first round and for the others, and bytes on disk per record.
+ * first round and for the others, the steady CPU time per record (and
+ * the kernel's part of it), and bytes on disk per record.
  *
  * For instruction counts, which do not move with the machine's load:
  *   valgrind --tool=callgrind --toggle-collect=bench_drain_round \
@@ -167,6 +168,14 @@ __attribute__((noinline)) void bench_drain_round(struct xtc_shm_ring *r)
 	}
 }
 
+static double sys_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 static double cpu_s(void)
 {
 	struct rusage ru;
@@ -286,7 +295,7 @@ int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/drain-bench.XXXXXX";
 	struct producer p = { 0 };
-	double c_first = 0, c_rest = 0, w_first = 0, w_rest = 0;
+	double c_first = 0, c_rest = 0, w_first = 0, w_rest = 0, s_rest = 0;
 	uint64_t bytes;
 	int memfd, peer;
 
@@ -311,9 +320,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (uint32_t k = 0; k < opt.rounds; k++) {
-		double c0, w0;
+		double c0, w0, s0;
 
 		fill(&p);
+		s0 = sys_s();
 		c0 = cpu_s();
 		w0 = (double)mono_ns() / 1e9;
 		bench_drain_round(p.r);
@@ -322,6 +332,7 @@ int main(int argc, char **argv)
 			w_first = (double)mono_ns() / 1e9 - w0;
 		} else {
 			c_rest += cpu_s() - c0;
+			s_rest += sys_s() - s0;
 			w_rest += (double)mono_ns() / 1e9 - w0;
 		}
 	}
@@ -335,6 +346,9 @@ int main(int argc, char **argv)
 	printf("  steady rounds:               %7.1fM records/s wall, %7.1fM per CPU-second\n",
 	       (double)opt.records * (opt.rounds - 1) / w_rest / 1e6,
 	       (double)opt.records * (opt.rounds - 1) / (c_rest > 0 ? c_rest : 1e-9) / 1e6);
+	printf("  steady CPU per record: %.2f ns, of which %.2f ns in the kernel\n",
+	       c_rest * 1e9 / ((double)opt.records * (opt.rounds - 1)),
+	       s_rest * 1e9 / ((double)opt.records * (opt.rounds - 1)));
 	printf("  on disk: %.2f bytes/record\n", (double)bytes / ((double)opt.records * opt.rounds));
 	if (strncmp(opt.dir, "/tmp/drain-bench.", 17) == 0) {
 		uint64_t *seqs;
