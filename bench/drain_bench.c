@@ -161,10 +161,11 @@ __attribute__((noinline)) void bench_drain_round(struct xtc_shm_ring *r)
 {
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 
+	session_drain_all();
+	/* pwrite has written it all; io_uring completes on the loop */
 	while (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) < head) {
+		ev_run(xtcd_loop, EVRUN_ONCE);
 		session_drain_all();
-		if (!store_idle())
-			ev_run(xtcd_loop, EVRUN_ONCE);
 	}
 }
 
