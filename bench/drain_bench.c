@@ -6,12 +6,18 @@
  * fills it, with no producer thread racing the drain.
  *
  *   bench/drain_bench [--records N] [--rounds R] [--mix flat|mix|random]
- *                     [--pwrite] [--dir DIR] [--sync never|rotate]
+ *                     [--pwrite] [--loop] [--drain-ms MS] [--dir DIR]
+ *                     [--sync never|rotate]
  *
  * Each round fills the whole ring (N records, default 262144, the
  * default ring) and then drains it to the disk: session_drain_all() and,
  * while writes are in flight, the event loop, until every record of the
- * round is written and its tail published.  Round 1 runs on a fresh
+ * round is written and its tail published.  With --loop the bench drains
+ * once a round and leaves the rest to xtcd's own loop (its 20 ms drain
+ * timer, write completions), the way xtcd drains a ring it cannot take
+ * in one go: a ring of more than the 8 MiB of write buffers
+ * (--records 4194304) shows whether the drain waits for the timer, the
+ * more plainly the longer it is (--drain-ms, default 20 as xtcd's).  Round 1 runs on a fresh
  * mapping (xtcd's first touch of the ring's pages is in it); the rest are
  * the steady state.  Printed: records/s of wall and of process CPU time
  * (user + system, so the kernel's share of the writes counts) for the
@@ -80,8 +86,16 @@ const char *settings_text(void)
 static struct {
 	uint32_t records, rounds;
 	const char *mix, *dir;
-	int pwrite, sync;
-} opt = { 262144, 6, "flat", NULL, 0, SYNC_ROTATE };
+	int pwrite, sync, loop;
+	unsigned drain_ms;
+} opt = { 262144, 6, "flat", NULL, 0, SYNC_ROTATE, 0, 20 };
+
+/* xtcd's drain timer (main.c's drain_cb), for --loop. */
+static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)w; (void)revents;
+	session_drain_all();
+}
 
 struct producer {
 	uint8_t *map;
@@ -162,10 +176,13 @@ __attribute__((noinline)) void bench_drain_round(struct xtc_shm_ring *r)
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 
 	session_drain_all();
-	/* pwrite has written it all; io_uring completes on the loop */
+	/* pwrite has written it all; io_uring completes on the loop.  With
+	 * --loop only the loop drains again (its timer, completions), as in
+	 * xtcd; else the bench drains after each turn of the loop too. */
 	while (__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) < head) {
 		ev_run(xtcd_loop, EVRUN_ONCE);
-		session_drain_all();
+		if (!opt.loop)
+			session_drain_all();
 	}
 }
 
@@ -250,7 +267,7 @@ static int attach(struct producer *p, int memfd, int *peer)
 static void usage(void)
 {
 	fprintf(stderr, "usage: drain_bench [--records N] [--rounds R] [--mix flat|mix|random] "
-	        "[--pwrite] [--dir DIR] [--sync never|rotate]\n");
+	        "[--pwrite] [--loop] [--drain-ms MS] [--dir DIR] [--sync never|rotate]\n");
 	exit(2);
 }
 
@@ -263,6 +280,10 @@ static void parse(int argc, char **argv)
 			opt.pwrite = 1;
 			continue;
 		}
+		if (!strcmp(a, "--loop")) {
+			opt.loop = 1;
+			continue;
+		}
 		if (v == NULL)
 			usage();
 		i++;
@@ -272,6 +293,8 @@ static void parse(int argc, char **argv)
 			opt.rounds = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--mix"))
 			opt.mix = v;
+		else if (!strcmp(a, "--drain-ms"))
+			opt.drain_ms = (unsigned)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--dir"))
 			opt.dir = v;
 		else if (!strcmp(a, "--sync"))
@@ -296,6 +319,7 @@ int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/drain-bench.XXXXXX";
 	struct producer p = { 0 };
+	ev_timer drain_w;
 	double c_first = 0, c_rest = 0, w_first = 0, w_rest = 0, s_rest = 0;
 	uint64_t bytes;
 	int memfd, peer;
@@ -309,7 +333,7 @@ int main(int argc, char **argv)
 	cfg.dir = opt.dir;
 	cfg.max_bytes = 1ULL << 40;
 	cfg.segment_bytes = 64ULL << 20;
-	cfg.drain_ms = 20;
+	cfg.drain_ms = opt.drain_ms ? opt.drain_ms : 20;
 	cfg.sync = opt.sync;
 	cfg.force_pwrite = opt.pwrite;
 	cfg.quota = CONF_NO_QUOTA;
@@ -320,6 +344,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "drain_bench: setup failed\n");
 		return 1;
 	}
+	ev_timer_init(&drain_w, drain_cb, cfg.drain_ms / 1000.0, cfg.drain_ms / 1000.0);
+	if (opt.loop)
+		ev_timer_start(xtcd_loop, &drain_w);
 	for (uint32_t k = 0; k < opt.rounds; k++) {
 		double c0, w0, s0;
 
@@ -337,6 +364,7 @@ int main(int argc, char **argv)
 			w_rest += (double)mono_ns() / 1e9 - w0;
 		}
 	}
+	ev_timer_stop(xtcd_loop, &drain_w);
 	session_shutdown_all();
 	store_fini(1);
 	bytes = dir_bytes(opt.dir);

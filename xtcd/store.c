@@ -82,6 +82,7 @@ static struct {
 	int       uring_efd;
 	ev_io     uring_w;
 	ev_timer  sync_w;
+	ev_idle   resume_w;        /* pwrite: a starved drain goes on (resume_cb) */
 	int       rotating;
 	int       starved;         /* a block was refused for want of a free buffer */
 	int       last_errno;      /* the last write error, logged once */
@@ -607,10 +608,26 @@ static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* pwrite: the buffers a starved drain filled are written now; let the
+ * loop run its other watchers once, then drain on instead of waiting for
+ * the next nudge or timer (a producer whose ring is full nudges no more).
+ * io_uring resumes in uring_cb() instead, when a write completes. */
+static void resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
+	if (st.starved && !st.rotating) {
+		st.starved = 0;
+		session_drain_all();
+	}
+}
+
 void store_flush(void)
 {
 	buf_seal();
 	submit_next();
+	if (st.starved && !st.use_uring && st.loop != NULL && !ev_is_active(&st.resume_w))
+		ev_idle_start(st.loop, &st.resume_w);
 }
 
 /* Block until the write in flight completes, so a buffer frees up: for
@@ -679,6 +696,7 @@ int store_init(struct ev_loop *loop)
 	uint64_t seq;
 
 	st.loop = loop;
+	ev_idle_init(&st.resume_w, resume_cb);
 	st.next_session_id = 1;
 	st.dirfd = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st.dirfd < 0) {
@@ -732,6 +750,7 @@ void store_reconfigure(void)
 void store_fini(int clean)
 {
 	ev_timer_stop(st.loop, &st.check_w);
+	ev_idle_stop(st.loop, &st.resume_w);
 	if (clean)
 		segment_close(0);
 	else
