@@ -259,32 +259,35 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 	while (from + done < to) {
 		uint32_t n = (uint32_t)(to - from - done < BATCH ? to - from - done : BATCH);
 		uint32_t max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
-		struct xtc_seg_events *e;
+		struct xtc_seg_events e;
 		struct commit c;
+		uint8_t *at;
 
 		if (store_quota_blocked(s->uid)) {
 			if (quota_drop(s, i, from + done, to, tc) == 0)
 				done = to - from;
 			break;
 		}
-		e = store_block_begin(max);
-		if (e == NULL)
+		/* Built in its packed place (bytes only): no move at the end. */
+		at = store_block_begin_bytes(max);
+		if (at == NULL)
 			break;
-		memset(e, 0, sizeof *e);
+		memset(&e, 0, sizeof e);
 		b.from = from + done;
 		b.n = n;
 		b.floor_ns = sr->ts_floor;
-		e->body_len = (uint32_t)seg_encode_ring(&b, (uint8_t *)(e + 1));
-		e->first_ts_ns = b.first_ns;
+		e.body_len = (uint32_t)seg_encode_ring(&b, at + sizeof e);
+		e.first_ts_ns = b.first_ns;
 		sr->ts_floor = sr->last_ts = b.last_ns;
-		e->session_id = s->id;
-		e->ring = i;
-		e->loop_id = sr->loop_id;
-		e->first_index = from + done;
-		e->count = n;
+		e.session_id = s->id;
+		e.ring = i;
+		e.loop_id = sr->loop_id;
+		e.first_index = from + done;
+		e.count = n;
+		memcpy(at, &e, sizeof e);
 		done += n;
 		c = (struct commit){ s->id, i, from + done, n, s->uid, 0 };
-		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof *e + e->body_len), &c);
+		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof e + e.body_len), &c);
 		s->inflight += n;
 	}
 	return done;

@@ -64,6 +64,7 @@ struct wbuf {
 	size_t    ncommits, commit_cap;
 	uint64_t  records;
 	size_t    begun;      /* where the block being built is: build_at(len) */
+	int       packed;     /* ... or len itself (store_block_begin_bytes) */
 };
 
 static struct {
@@ -370,7 +371,9 @@ static size_t build_at(size_t len)
 	return (len + SLACK) & ~(size_t)SLACK;
 }
 
-void *store_block_begin(uint32_t len)
+/* The filling buffer with room for a block of payload len, rotating or
+ * sealing as needed; NULL when there is none. */
+static struct wbuf *block_room(uint32_t len)
 {
 	size_t total = sizeof(struct xtc_seg_blk_hdr) + len;
 	struct wbuf *b;
@@ -401,19 +404,46 @@ void *store_block_begin(uint32_t len)
 		st.starved = 1;
 		return NULL;
 	}
+	return b;
+}
+
+void *store_block_begin(uint32_t len)
+{
+	struct wbuf *b = block_room(len);
+
+	if (b == NULL)
+		return NULL;
 	b->begun = build_at(b->len);
+	b->packed = 0;
+	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
+}
+
+uint8_t *store_block_begin_bytes(uint32_t len)
+{
+	struct wbuf *b = block_room(len);
+
+	if (b == NULL)
+		return NULL;
+	b->begun = b->len;
+	b->packed = 1;
 	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
 }
 
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c)
 {
 	struct wbuf *b = st.filling;
-	struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(void *)(b->data + b->begun);
-	size_t total = sizeof *h + len;
+	size_t total = sizeof(struct xtc_seg_blk_hdr) + len;
 
-	seg_blk_seal(h, type, flags, len);
-	if (b->begun != b->len)
-		memmove(b->data + b->len, h, total);
+	if (b->packed) {
+		seg_blk_seal_bytes(b->data + b->begun, type, flags, len);
+		b->packed = 0;
+	} else {
+		struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(void *)(b->data + b->begun);
+
+		seg_blk_seal(h, type, flags, len);
+		if (b->begun != b->len)
+			memmove(b->data + b->len, h, total);
+	}
 	b->len += total;
 	st.cur->reserved += (off_t)total;
 	st.cur->blocks++;

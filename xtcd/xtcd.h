@@ -107,6 +107,11 @@ void store_fini(int clean);
  * write the payload into, or NULL when every write buffer is busy (back
  * off). */
 void *store_block_begin(uint32_t len);
+/* The same, but the payload is built where it will stay in the buffer,
+ * at any alignment, so the caller writes it with memcpy and byte stores
+ * only; store_block_end() then moves nothing.  For EVENTS bodies, where
+ * the move cost 5 of ~100 instructions a record. */
+uint8_t *store_block_begin_bytes(uint32_t len);
 /* Finish the block begun last with its real payload length; with c, the
  * ring tail to publish once the block is written. */
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c);

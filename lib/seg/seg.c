@@ -421,6 +421,14 @@ void seg_blk_seal(struct xtc_seg_blk_hdr *h, uint16_t type, uint16_t flags, uint
 	h->crc = blk_crc(h, h + 1, len);
 }
 
+void seg_blk_seal_bytes(void *at, uint16_t type, uint16_t flags, uint32_t len)
+{
+	struct xtc_seg_blk_hdr h = { .type = type, .flags = flags, .len = len };
+
+	h.crc = seg_crc32c(seg_crc32c(0, &h, sizeof h), (const uint8_t *)at + sizeof h, len);
+	memcpy(at, &h, sizeof h);
+}
+
 /* 0 when the block (header + len payload bytes after it) is valid. */
 int seg_blk_verify(const struct xtc_seg_blk_hdr *h)
 {

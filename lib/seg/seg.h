@@ -88,6 +88,10 @@ size_t seg_decode_rec(struct seg_codec *c, const uint8_t *p, const uint8_t *end,
  * and compute its CRC. */
 void seg_blk_seal(struct xtc_seg_blk_hdr *h, uint16_t type, uint16_t flags, uint32_t len);
 
+/* The same for a block at any address (it is written with memcpy only):
+ * for blocks built in their packed place in a write buffer. */
+void seg_blk_seal_bytes(void *at, uint16_t type, uint16_t flags, uint32_t len);
+
 /* Check a block whose header and `len` payload bytes are in memory:
  * 0 when valid, -EBADMSG when the CRC or type is wrong. */
 int seg_blk_verify(const struct xtc_seg_blk_hdr *h);
