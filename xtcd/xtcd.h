@@ -74,8 +74,10 @@ const char *settings_text(void);
  *    the payload, store_block_end(type, flags, real_len, commit): nothing
  *    else may call the store between the two.  begin may return NULL (every
  *    write buffer busy, or a rotation needing two free ones): the session
- *    leaves its records in the ring and tries again at the next drain.  A
- *    block is appended whole, or not at all.
+ *    leaves its records in the ring and tries again when a buffer frees
+ *    up (the store calls session_drain_all() then, whatever the backend).
+ *    A block is appended whole, or not at all.  EVENTS blocks use
+ *    store_block_begin_bytes() instead: built where they stay, unaligned.
  *  - Commit after write.  An EVENTS or quota DROP block carries a struct
  *    commit: the ring tail to publish once the block is on disk.  The
  *    store calls session_commit(c, ok) for each, in order, when the
