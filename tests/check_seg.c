@@ -323,6 +323,31 @@ START_TEST(test_crc_matches_reference)
 }
 END_TEST
 
+/* Both implementations behind seg_crc32c() give the reference's CRC, on
+ * every alignment and length and when chained at any split. */
+START_TEST(test_crc_table_and_instruction_agree)
+{
+	uint8_t buf[600];
+
+	rng_state = 0x7777123;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; off + len <= sizeof(buf); len += 5) {
+			uint32_t want = crc_ref(buf + off, len);
+			size_t cut = len ? (size_t)rnd() % len : 0;
+
+			ck_assert_uint_eq(seg_crc32c_table(0, buf + off, len), want);
+			ck_assert_uint_eq(seg_crc32c(0, buf + off, len), want);
+			ck_assert_uint_eq(seg_crc32c(seg_crc32c_table(0, buf + off, cut), buf + off + cut,
+			                             len - cut), want);
+		}
+#if defined(__x86_64__)
+	ck_assert_int_eq(seg_crc32c_has_hw(), __builtin_cpu_supports("sse4.2") ? 1 : 0);
+#endif
+}
+END_TEST
+
 /* ---- the record codec ---- */
 
 /* Encode recs[0..n), decode from an exact-size copy, compare. */
@@ -398,6 +423,135 @@ START_TEST(test_codec_random_round_trip)
 	}
 	round_trip(recs, N, 3, 1000);
 	free(recs);
+}
+END_TEST
+
+/* ---- the ring encoder (seg_encode_ring) against the reference ---- */
+
+/* What session.c did before seg_encode_ring: convert, hold, then
+ * seg_codec_begin() and seg_encode_rec() record by record. */
+static uint64_t ref_tick_ns(const struct seg_ticks *t, uint64_t ts)
+{
+	uint64_t d;
+
+	if (t->identity)
+		return ts;
+	if (ts >= t->anchor_ts)
+		return t->anchor_ns + (uint64_t)(((unsigned __int128)(ts - t->anchor_ts) * t->mult) >> 32);
+	d = (uint64_t)(((unsigned __int128)(t->anchor_ts - ts) * t->mult) >> 32);
+	return d > t->anchor_ns ? 0 : t->anchor_ns - d;
+}
+
+static size_t ref_encode_ring(const struct seg_ring_batch *b, uint8_t *out, uint64_t *floor,
+                              uint64_t *first)
+{
+	struct seg_codec c;
+	size_t len = 0;
+
+	for (uint32_t k = 0; k < b->n; k++) {
+		const struct xtc_shm_rec *s = &b->recs[(b->from + k) & b->mask];
+		xtc_tail_rec_t r = { .ts_ns = ref_tick_ns(&b->ticks, s->ts), .source = s->source,
+		                     .kind = s->kind, .pid = { s->loop_id, s->local_id, s->gen },
+		                     .detail = s->detail };
+
+		if (r.ts_ns < *floor && *floor - r.ts_ns < b->ticks.jitter)
+			r.ts_ns = *floor;
+		*floor = r.ts_ns;
+		if (k == 0) {
+			seg_codec_begin(&c, b->loop_id, r.ts_ns);
+			*first = r.ts_ns;
+		}
+		len += seg_encode_rec(&c, out + len, &r);
+	}
+	return len;
+}
+
+/* A slot as a producer might fill it: runs of the same pid, counters,
+ * nearby addresses, edges, and now and then anything at all. */
+static void rnd_slot(struct xtc_shm_rec *s, const struct xtc_shm_rec *prev, uint64_t *ts)
+{
+	int same = rnd() % 3 == 0;
+
+	*ts += rnd() % 8 == 0 ? (uint64_t)-(int64_t)(rnd() % 3000) : rnd() % 200;
+	s->ts = rnd() % 60 == 0 ? rnd_val() : *ts;
+	s->source = rnd() % 6 == 0 ? (uint32_t)rnd_val() : 1u << (rnd() % 8);
+	s->kind = rnd() % 15 == 0 ? (uint32_t)rnd_val() : (uint32_t)(rnd() % 16) + (rnd() % 9 == 0) * 250;
+	s->loop_id = same ? prev->loop_id : rnd() % 2 ? prev->loop_id : (uint32_t)rnd_val();
+	s->local_id = same ? prev->local_id : (uint32_t)rnd_val();
+	s->gen = same ? prev->gen : rnd_val();
+	s->detail = rnd() % 3 == 0 ? prev->detail + rnd() % 301 - 150 : rnd() % 4 == 0 ? rnd() % 200
+	          : rnd_val();
+}
+
+START_TEST(test_ring_encoder_equals_reference)
+{
+	enum { CAP = 1024 };
+	struct xtc_shm_rec *ring = calloc(CAP, sizeof(*ring));
+	uint8_t *want = malloc(CAP * SEG_MAX_REC_BYTES), *got = malloc(CAP * SEG_MAX_REC_BYTES);
+	uint64_t ts = 5000000;
+
+	ck_assert_ptr_nonnull(ring);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	rng_state = 0xabcdef0123ULL;
+	for (int round = 0; round < 400; round++) {
+		struct seg_ring_batch b = { .recs = ring, .mask = CAP - 1 };
+		uint64_t floor, first = 0;
+		size_t wlen, glen;
+
+		for (uint32_t i = 0; i < CAP; i++)
+			rnd_slot(&ring[i], &ring[(i + CAP - 1) % CAP], &ts);
+		b.from = rnd();                        /* any index: slots wrap */
+		b.n = 1 + (uint32_t)(rnd() % CAP);
+		b.loop_id = rnd() % 2 ? ring[b.from & (CAP - 1)].loop_id : (uint32_t)rnd_val();
+		switch (round % 4) {
+		case 0:
+			b.ticks.identity = 1;
+			break;
+		default:
+			b.ticks.anchor_ts = round % 4 == 1 ? ts : rnd_val();
+			b.ticks.anchor_ns = round % 4 == 3 ? rnd() % 1000 : rnd_val();
+			b.ticks.mult = round % 4 == 2 ? rnd() : (1ull << 32) * 10 / 26;
+			b.ticks.jitter = round % 2 ? 1000 : 0;
+			break;
+		}
+		b.floor_ns = floor = rnd() % 5 == 0 ? rnd_val() : ref_tick_ns(&b.ticks, ts);
+		wlen = ref_encode_ring(&b, want, &floor, &first);
+		glen = seg_encode_ring(&b, got);
+		ck_assert_uint_le(glen, (size_t)b.n * SEG_MAX_REC_BYTES);
+		ck_assert_uint_eq(glen, wlen);
+		ck_assert_mem_eq(got, want, wlen);
+		ck_assert_uint_eq(b.first_ns, first);
+		ck_assert_uint_eq(b.floor_ns, floor);
+		ck_assert_uint_eq(b.last_ns, floor);
+	}
+	free(got);
+	free(want);
+	free(ring);
+}
+END_TEST
+
+/* Every slot's worst: escaped kinds, varint sources, fresh pids and the
+ * longest details, in a ring of the smallest capacity. */
+START_TEST(test_ring_encoder_extremes)
+{
+	struct xtc_shm_rec ring[64];
+	uint8_t want[64 * SEG_MAX_REC_BYTES], got[64 * SEG_MAX_REC_BYTES];
+	struct seg_ring_batch b = { .recs = ring, .mask = 63, .from = 60, .n = 64, .loop_id = 7,
+	                            .ticks = { .identity = 1 } };
+	uint64_t floor = 0, first = 0;
+	size_t wlen;
+
+	for (uint32_t i = 0; i < 64; i++)
+		ring[i] = (struct xtc_shm_rec){
+			.ts = i % 2 ? UINT64_MAX - i : i, .source = i % 3 ? UINT32_MAX : 0,
+			.kind = UINT32_MAX - i, .loop_id = UINT32_MAX - i, .local_id = UINT32_MAX,
+			.gen = UINT64_MAX - i, .detail = i % 2 ? UINT64_MAX : 1ull << 63 };
+	b.floor_ns = 0;
+	wlen = ref_encode_ring(&b, want, &floor, &first);
+	ck_assert_uint_eq(seg_encode_ring(&b, got), wlen);
+	ck_assert_mem_eq(got, want, wlen);
+	ck_assert_uint_le(wlen, 64 * SEG_MAX_REC_BYTES);
 }
 END_TEST
 
@@ -1242,9 +1396,11 @@ static Suite *seg_suite(void)
 		{ .name = "varint",
 		  .tests = CHECK_TESTS(test_varint_round_trip, test_varint_rejects_long) },
 		{ .name = "crc",
-		  .tests = CHECK_TESTS(test_crc_known_vector, test_crc_matches_reference) },
+		  .tests = CHECK_TESTS(test_crc_known_vector, test_crc_matches_reference,
+		                       test_crc_table_and_instruction_agree) },
 		{ .name = "codec", .timeout = 60,
 		  .tests = CHECK_TESTS(test_codec_random_round_trip, test_codec_extremes,
+		                       test_ring_encoder_equals_reference, test_ring_encoder_extremes,
 		                       test_codec_cheapest_flags, test_codec_truncation_and_bad_flags,
 		                       test_codec_garbage_is_safe) },
 		{ .name = "headers",
