@@ -108,6 +108,16 @@ void *store_block_begin(uint32_t len)
 	return arena + built + sizeof(struct xtc_seg_blk_hdr);
 }
 
+/* Room for a block built in its packed place, at any alignment, as
+ * store.c's store_block_begin_bytes() gives it. */
+uint8_t *store_block_begin_bytes(uint32_t len)
+{
+	if (store_block_begin(len) == NULL)
+		return NULL;
+	built = arena_pos;
+	return arena + built + sizeof(struct xtc_seg_blk_hdr);
+}
+
 /* The slot that holds ring index idx of ring `ring`. */
 static const struct xtc_shm_rec *slot(uint32_t ring, uint64_t idx)
 {

@@ -37,6 +37,7 @@ struct tail_state {
 	uint64_t base_no_ring;     /* hdr->no_ring_count at the last reset */
 	int      forked;           /* we are a child whose segment is the parent's */
 	int      nudge_fd;         /* eventfd from xtcd, or -1 */
+	uint32_t block_us;         /* XTC_TAIL_BLOCKING_TIMEOUT_US; 0: never wait */
 };
 
 extern struct tail_state tail_st;
