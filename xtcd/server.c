@@ -188,7 +188,7 @@ static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		refuse(p, err, problem);
 		goto close_fds;
 	}
-	if (session_count_uid(p->cred.uid) >= cfg.max_sessions_per_uid) {
+	if (session_count_uid(p->cred.uid) >= conf_max_sessions_per_uid(&cfg)) {
 		snprintf(why, sizeof why, "uid %u has %zu sessions attached, the most "
 		         "max_sessions_per_uid allows; end one, or raise it", (unsigned)p->cred.uid,
 		         session_count_uid(p->cred.uid));
@@ -284,6 +284,8 @@ static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_io_stop(loop, &srv.io);
 			ev_timer_set(&srv.retry, 0.1, 0);
 			ev_timer_start(loop, &srv.retry);
+		} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			xlog_warn("accept: %s; that connection was not accepted", strerror(errno));
 		}
 		return;
 	}

@@ -59,7 +59,6 @@ static struct session *rr_next;     /* where the next drain round begins */
 static uint64_t round_left = UINT64_MAX; /* records the session drained may still take */
 static uint64_t inflight_share = UINT64_MAX; /* records in flight a session may hold */
 
-
 size_t session_count(void)
 {
 	return nsessions;
@@ -157,6 +156,17 @@ static void ts_conv_init(struct clock_conv *c, const struct session *s)
 	clock_conv_init(c, s->hdr.ts_unit, s->hdr.ts_hz, s->hdr.anchor_ts, s->hdr.anchor_mono_ns);
 }
 
+/* The same conversion for lib/seg's ring encoder (the same formula as
+ * clock_conv_ns), with no hold of a record that comes out before its
+ * predecessor: what the producer wrote shows, as every reader sees it. */
+static struct seg_ticks ts_ticks(const struct clock_conv *c)
+{
+	if (c->ns)
+		return (struct seg_ticks){ .identity = 1 };
+	return (struct seg_ticks){ .anchor_ts = c->anchor_ts, .anchor_ns = c->anchor_ns,
+	                           .mult = c->mult, .jitter = 0 };
+}
+
 /* ---------------------------------------------------------------------
  * Draining
  */
@@ -198,57 +208,47 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
-	uint64_t mask = s->hdr.ring_capacity - 1, done = 0;
+	struct seg_ring_batch b = { .recs = r->recs, .mask = s->hdr.ring_capacity - 1,
+	                            .loop_id = sr->loop_id, .ticks = ts_ticks(tc) };
+	uint64_t done = 0;
 
 	while (from + done < to && round_left != 0) {
 		uint32_t n = (uint32_t)(to - from - done < BATCH ? to - from - done : BATCH);
-		uint32_t max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
-		struct xtc_seg_events *e;
-		uint8_t *body, *p;
-		struct seg_codec codec;
+		uint32_t max;
+		struct xtc_seg_events e;
 		struct commit c;
+		uint8_t *at;
 
 		if (n > round_left)
 			n = (uint32_t)round_left;
 		if (s->inflight >= inflight_share)
 			break; /* its share of the buffers is taken: the others' turn */
+		max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
 		if (store_quota_blocked(s->uid)) {
 			if (quota_drop(s, i, from + done, to, tc) == 0)
 				done = to - from;
 			break;
 		}
-		e = store_block_begin(max);
-		if (e == NULL)
+		/* Built in its packed place (bytes only): no move at the end. */
+		at = store_block_begin_bytes(max);
+		if (at == NULL)
 			break;
-		body = p = (uint8_t *)(e + 1);
-		for (uint32_t k = 0; k < n; k++) {
-			const volatile struct xtc_shm_rec *src = &r->recs[(from + done + k) & mask];
-			xtc_tail_rec_t rec;
-
-			rec.ts_ns = clock_conv_ns(tc, src->ts);
-			rec.source = src->source;
-			rec.kind = src->kind;
-			rec.pid.loop_id = src->loop_id;
-			rec.pid.local_id = src->local_id;
-			rec.pid.gen = src->gen;
-			rec.detail = src->detail;
-			if (k == 0) {
-				memset(e, 0, sizeof *e);
-				e->first_ts_ns = rec.ts_ns;
-				seg_codec_begin(&codec, sr->loop_id, rec.ts_ns);
-			}
-			p += seg_encode_rec(&codec, p, &rec);
-			sr->last_ts = rec.ts_ns;
-		}
-		e->session_id = s->id;
-		e->ring = i;
-		e->loop_id = sr->loop_id;
-		e->first_index = from + done;
-		e->count = n;
-		e->body_len = (uint32_t)(p - body);
+		memset(&e, 0, sizeof e);
+		b.from = from + done;
+		b.n = n;
+		b.floor_ns = sr->ts_floor;
+		e.body_len = (uint32_t)seg_encode_ring(&b, at + sizeof e);
+		e.first_ts_ns = b.first_ns;
+		sr->ts_floor = sr->last_ts = b.last_ns;
+		e.session_id = s->id;
+		e.ring = i;
+		e.loop_id = sr->loop_id;
+		e.first_index = from + done;
+		e.count = n;
+		memcpy(at, &e, sizeof e);
 		done += n;
 		c = (struct commit){ s->id, i, from + done, n, s->uid, 0 };
-		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof *e + e->body_len), &c);
+		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof e + e.body_len), &c);
 		s->inflight += n;
 		round_left -= n;
 	}

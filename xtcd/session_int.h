@@ -25,6 +25,7 @@ struct sring {
 	uint64_t start_dropped;
 	uint64_t last_dropped;
 	uint64_t last_ts;       /* ns of the last record drained */
+	uint64_t ts_floor;      /* ns of the last record copied out (see ts_ticks) */
 	uint32_t loop_id;
 	int      corrupt;
 	uint64_t touch_from;    /* first record index whose page we touch */
