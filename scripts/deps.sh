@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/deps.sh - install what building and testing xtc-tail needs on
 # Debian 12, if it is missing.  Sourced by quickstart.sh and test.sh.
-XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
+XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libcurl4-openssl-dev"
 
 xtc_install_deps() {
 	local missing=() p

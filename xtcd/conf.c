@@ -41,7 +41,8 @@ const char *conf_default_path(void)
 
 enum key {
 	K_DIR, K_SOCKET, K_MAX_BYTES, K_SEGMENT_BYTES, K_KEEP_FREE, K_DRAIN_MS, K_SYNC, K_PWRITE,
-	K_HELLO_TIMEOUT, K_MAX_CLIENTS, K_ALLOW_UIDS, K_ALLOW_GIDS, K_QUOTA, K_QUOTA_UID, NKEYS
+	K_HELLO_TIMEOUT, K_MAX_CLIENTS, K_ALLOW_UIDS, K_ALLOW_GIDS, K_QUOTA, K_QUOTA_UID, K_SHIP,
+	K_METRICS_FILE, NKEYS
 };
 
 /* Each key with the form its value takes, as error messages say it. */
@@ -63,6 +64,8 @@ static const struct {
 	[K_ALLOW_GIDS]    = { "allow_gids", "group names or gids separated by commas, or any" },
 	[K_QUOTA]         = { "quota", "a size such as 256M, or none" },
 	[K_QUOTA_UID]     = { "quota.UID", "quota.UID = SIZE, UID a user name or uid, SIZE such as 1G or none" },
+	[K_SHIP]          = { "ship", "a ClickHouse HTTP URL such as http://clickhouse:8123/?database=xtc" },
+	[K_METRICS_FILE]  = { "metrics_file", "an absolute path ending in .prom" },
 };
 
 /* Where each setting came from, for the messages of checks that involve
@@ -100,6 +103,8 @@ void conf_free(struct config *c)
 {
 	free((char *)c->dir);
 	free((char *)c->socket);
+	free((char *)c->ship);
+	free((char *)c->metrics_file);
 	free(c->allow_uids);
 	free(c->allow_gids);
 	free(c->quotas);
@@ -310,7 +315,7 @@ static void unknown_key(const char *name, char *why, size_t len)
 	}
 	snprintf(why, len, "unknown key '%s'; expected one of dir, socket, max_bytes, segment_bytes, "
 	         "keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, allow_uids, "
-	         "allow_gids, quota, quota.UID", name);
+	         "allow_gids, quota, quota.UID, ship, metrics_file", name);
 }
 
 /* Apply one "key = value" to c.  Returns 0, or -1 with why (the accepted
@@ -334,6 +339,20 @@ static int apply_line(struct config *c, int k, const char *name, const char *v, 
 			free((char *)c->socket);
 			c->socket = strdup(v);
 		}
+		ok = 1;
+		break;
+	case K_SHIP:
+		if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+			break;
+		free((char *)c->ship);
+		c->ship = strdup(v);
+		ok = 1;
+		break;
+	case K_METRICS_FILE:
+		if (v[0] != '/' || strlen(v) < 6 || strcmp(v + strlen(v) - 5, ".prom") != 0)
+			break;
+		free((char *)c->metrics_file);
+		c->metrics_file = strdup(v);
 		ok = 1;
 		break;
 	case K_MAX_BYTES:     ok = parse_bytes(v, &c->max_bytes) == 0; break;
@@ -491,6 +510,11 @@ static void apply_cli(struct config *c, const struct config *cli, struct origin 
 		free((char *)c->socket);
 		c->socket = strdup(cli->socket);
 		o->line[K_SOCKET] = -1;
+	}
+	if (cli->metrics_file != NULL) {
+		free((char *)c->metrics_file);
+		c->metrics_file = strdup(cli->metrics_file);
+		o->line[K_METRICS_FILE] = -1;
 	}
 	TAKE(max_bytes, K_MAX_BYTES, UNSET_SIZE)
 	TAKE(segment_bytes, K_SEGMENT_BYTES, UNSET_SIZE)

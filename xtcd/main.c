@@ -108,6 +108,8 @@ static void usage(FILE *f)
 "                                stalled loops, latency, off-CPU time\n"
 "       xtcd --report DIR --export pprof|collapsed [FILTER]... > FILE   off-CPU profile\n"
 "       xtcd --report --diff A B DIR [--json] [FILTER]...   what changed from A to B\n"
+"       xtcd --ship [URL [DIR]] [--ship-create] [--ship-host NAME]   every record into\n"
+"                                ClickHouse (URL, DIR default to ship and dir of the file)\n"
 "\n"
 "xtcd collects the events that applications record with libxtctail.  An\n"
 "application attaches by running with XTC_TAIL_SHM=PATH (the socket below) in\n"
@@ -157,6 +159,15 @@ static void usage(FILE *f)
 "      --json               with --cat, --follow, --stats or --report: JSON lines;\n"
 "                           with --status: one JSON object\n"
 "      --color[=WHEN]       colour drop and session lines: auto (default), always, never\n"
+"Shipping (xtcd --ship; see SHIPPING in xtcd(8)):\n"
+"      --ship-create        create the tables events, sessions and drops first\n"
+"      --ship-host NAME     the host name shipped (default: the segments' own)\n"
+"      --ship-cursor FILE   where the position acknowledged by ClickHouse is kept\n"
+"                           (default DIR/.xtcd-ship.cursor)\n"
+"      --ship-batch N       send when N rows wait (default 65536)\n"
+"      --ship-batch-ms MS   ... or when the oldest has waited MS ms (default 1000)\n"
+"      --ship-metrics FILE  the shipper's node-exporter textfile (default: xtcd-ship.prom\n"
+"                           next to the file's metrics_file, if set)\n"
 "Filters (with --cat, --follow, --export, --stats or --report; all must match):\n"
 "      --session ID         one session (the ids --stats lists)\n"
 "      --pid PID            the sessions of one OS process\n"
@@ -184,6 +195,7 @@ static void usage(FILE *f)
 "  xtcd --report /var/lib/xtcd --pid 4242 --svg report.svg\n"
 "  xtcd --report /var/lib/xtcd --export pprof > offcpu.pb.gz   (go tool pprof offcpu.pb.gz)\n"
 "  xtcd --report --diff -10m..-5m -5m..now /var/lib/xtcd\n"
+"  xtcd --ship --ship-create 'http://127.0.0.1:8123/?database=xtc' /var/lib/xtcd\n"
 "\n"
 "See xtcd(8), xtcd.conf(5), xtc_tail(3) and xtc-segment(5).\n", conf_default_path(),
 	        XTC_DEFAULT_SOCKET);
@@ -665,6 +677,8 @@ int main(int argc, char **argv)
 {
 	struct mode m = { 0 };
 
+	if (ship_wanted(argc, argv))
+		return ship_main(argc, argv);
 	conf_unset(&cfg);
 	parse_args(argc, argv, &m);
 	if (m.cat_dir != NULL)

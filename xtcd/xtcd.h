@@ -11,6 +11,7 @@
  *   conf.c     the configuration file, its merge with the command line
  *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
  *   status_client.c  xtcd --status: ask the daemon and print
+ *   ship_opts.c  xtcd --ship: its command line (the shipper is read/ship.c)
  */
 #ifndef XTCD_XTCD_H
 #define XTCD_XTCD_H
@@ -48,6 +49,8 @@ struct config {
 	uint64_t    quota;         /* event bytes a uid may hold; CONF_NO_QUOTA */
 	struct conf_quota *quotas; /* quota.UID overrides */
 	size_t      quota_count;
+	const char *ship;          /* ClickHouse URL for xtcd --ship (xtcd-ship.service) */
+	const char *metrics_file;  /* node-exporter textfile; NULL: none */
 };
 
 struct conf_quota {
@@ -121,6 +124,10 @@ struct session_totals {
 void   session_sample(void);
 size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max);
 void   session_totals(struct session_totals *t);
+
+/* ship_opts.c: xtcd --ship and its --ship-* options (read/ship.h). */
+int  ship_wanted(int argc, char **argv);
+int  ship_main(int argc, char **argv);
 
 /* server.c */
 int  server_init(struct ev_loop *loop);
