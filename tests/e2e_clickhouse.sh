@@ -63,7 +63,7 @@ start_shipper() {
 start_host a
 start_host b
 start_shipper a --ship-create
-start_shipper b --ship-create
+start_shipper b --ship-create --ship-metrics "$T/xtcd-ship.prom"
 
 # ---- 1: apps recording on both hosts
 XTC_TAIL_SHM=$T/a.sock "$LOADGEN" 4 90000 6000 >"$T/load-a.out" 2>&1 &
@@ -149,6 +149,17 @@ SHIP_A=
 raw1=$(ch_q "SELECT count() FROM xtc.events WHERE host = 'host-a'")
 [ "$raw1" -gt "$raw0" ] || fail "shipping again from an old cursor sent nothing ($raw0 -> $raw1 rows)"
 echo "ok: from a mid-stream cursor, $((raw1 - raw0)) event rows were sent again (merges stopped)"
+
+# The shipper's own textfile, written at its exit: nothing pending, the
+# events it sent, when it last succeeded.
+want_b=$("$XTCD" --cat "$T/b" --json 2>/dev/null | grep -c '"type":"event"')
+grep -q "^xtcd_ship_events_total $want_b\$" "$T/xtcd-ship.prom" ||
+	fail "host-b's xtcd-ship.prom does not count $want_b events: $(grep -v '^#' "$T/xtcd-ship.prom")"
+grep -q '^xtcd_ship_lag_records 0$' "$T/xtcd-ship.prom" || fail "host-b's shipper ended with rows pending"
+grep -q '^xtcd_ship_failures_total [1-9]' "$T/xtcd-ship.prom" || fail "host-b's failed sends were not counted"
+last=$(awk '/^xtcd_ship_last_success_timestamp_seconds/ {print int($2)}' "$T/xtcd-ship.prom")
+[ "$last" -ge "$(( $(date +%s) - 300 ))" ] || fail "xtcd_ship_last_success_timestamp_seconds is $last"
+echo "ok: host-b's xtcd-ship.prom: $want_b events shipped, none pending, failures counted"
 
 # ---- 3: ClickHouse against the record on disk
 python3 "$top_srcdir/tests/e2e_ship_check.py" "$XTCD" "http://127.0.0.1:$CH_HTTP/?database=xtc" \

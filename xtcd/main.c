@@ -131,6 +131,8 @@ static void usage(FILE *f)
 "      --allow-gid LIST     also these groups (the peer's primary gid) may attach\n"
 "      --hello-timeout-ms N drop a client that sends no hello in N ms (default 5000)\n"
 "      --max-clients N      at most N clients attached or connecting (default 4096)\n"
+"      --metrics-file PATH  write Prometheus metrics there every 5 s, for node-exporter's\n"
+"                           textfile collector (PATH ends in .prom)\n"
 "Status:\n"
 "      --status             ask the daemon at --socket (or the file's socket): per\n"
 "                           session pid, uptime, ring fill per loop, events/s, drops,\n"
@@ -243,7 +245,7 @@ enum { OPT_MAX_BYTES = 256, OPT_SEGMENT_BYTES, OPT_KEEP_FREE, OPT_DRAIN_MS, OPT_
        OPT_PWRITE, OPT_ALLOW_UID, OPT_HELLO_TIMEOUT, OPT_MAX_CLIENTS, OPT_CAT, OPT_JSON,
        OPT_FOLLOW, OPT_EXPORT, OPT_STATS, OPT_COLOR, OPT_FILTER,
        OPT_CONFIG, OPT_STATUS, OPT_ALLOW_GID,
-       OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP };
+       OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP, OPT_METRICS_FILE };
 
 static const struct option options[] = {
 	{ "dir", required_argument, NULL, 'd' },
@@ -259,6 +261,7 @@ static const struct option options[] = {
 	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
 	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
 	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "cat", required_argument, NULL, OPT_CAT },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -489,6 +492,13 @@ static void parse_args(int argc, char **argv, struct mode *m)
 			break;
 		}
 		case OPT_CONFIG: conf_path = optarg; break;
+		case OPT_METRICS_FILE:
+			if (optarg[0] != '/' || strlen(optarg) < 6 ||
+			    strcmp(optarg + strlen(optarg) - 5, ".prom") != 0)
+				bad_value("--metrics-file", optarg, "expected an absolute path ending in "
+				          ".prom, in node-exporter's textfile directory");
+			cfg.metrics_file = optarg;
+			break;
 		case OPT_STATUS: m->status = 1; break;
 		case OPT_REPORT: m->report = 1; break;
 		case OPT_DIFF: case OPT_SVG: case OPT_STALL: case OPT_TOP:
@@ -649,6 +659,7 @@ static int run_daemon(void)
 		goto out_server;
 	settings_build();
 	status_init(xtcd_loop);
+	metrics_start(xtcd_loop);
 	for (int i = 0; i < 3; i++) {
 		ev_signal_init(&sig_w[i], signal_cb, sigs[i]);
 		ev_signal_start(xtcd_loop, &sig_w[i]);
@@ -665,6 +676,7 @@ static int run_daemon(void)
 	server_stop_accepting();
 	session_shutdown_all();
 	rc = 0;
+	metrics_stop();
 	status_fini();
 	store_fini(1);
 out_server:

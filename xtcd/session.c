@@ -90,6 +90,39 @@ struct session {
 static struct session *sessions;
 static struct session_totals ended; /* the counts of sessions that ended */
 
+/* The counts of ended sessions per uid, for the metrics. */
+static struct session_uid_totals *ended_uids;
+static size_t ended_nuids;
+
+/* The ended row of uid, added (zero) if new; NULL without memory. */
+static struct session_uid_totals *uid_row(struct session_uid_totals **tab, size_t *n, uid_t uid)
+{
+	struct session_uid_totals *p;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*tab)[i].uid == uid)
+			return &(*tab)[i];
+	p = realloc(*tab, (*n + 1) * sizeof(**tab));
+	if (!p)
+		return NULL;
+	*tab = p;
+	p[*n] = (struct session_uid_totals){ .uid = uid };
+	return &p[(*n)++];
+}
+
+static void uid_ended(const struct session *s, uint64_t produced)
+{
+	struct session_uid_totals *t = uid_row(&ended_uids, &ended_nuids, s->uid);
+
+	if (!t)
+		return;
+	t->sessions++;
+	t->produced += produced;
+	t->written += s->written;
+	t->dropped += s->dropped;
+	t->lost += s->lost;
+}
+
 static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 {
 	return (struct xtc_shm_ring *)(s->map + s->hdr.ring_offset + (uint64_t)i * s->hdr.ring_stride);
@@ -532,6 +565,7 @@ static int session_try_end(struct session *s)
 	ended.written += s->written;
 	ended.dropped += s->dropped;
 	ended.lost += s->lost;
+	uid_ended(s, produced);
 	if (produced != s->written + s->dropped + s->lost)
 		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
@@ -942,6 +976,32 @@ void session_totals(struct session_totals *t)
 		t->lost += s->lost;
 		t->events_per_s += session_rate(s, now);
 	}
+}
+
+size_t session_uid_totals(struct session_uid_totals *out, size_t max)
+{
+	size_t n = ended_nuids < max ? ended_nuids : max;
+
+	memcpy(out, ended_uids, n * sizeof(*out));
+	for (struct session *s = sessions; s != NULL; s = s->next) {
+		struct session_uid_totals *t = NULL;
+
+		for (size_t i = 0; i < n && !t; i++)
+			if (out[i].uid == s->uid)
+				t = &out[i];
+		if (!t && n == max)
+			continue;
+		if (!t) {
+			t = &out[n++];
+			*t = (struct session_uid_totals){ .uid = s->uid };
+		}
+		t->sessions++;
+		t->produced += session_produced(s);
+		t->written += s->written;
+		t->dropped += s->dropped;
+		t->lost += s->lost;
+	}
+	return n;
 }
 
 void session_init_clock(void);
