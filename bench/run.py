@@ -31,7 +31,7 @@ ap.add_argument("--events", type=int, default=10_000_000, help="events per timed
 ap.add_argument("--hist", type=int, default=1_000_000, help="single calls timed per process")
 ap.add_argument("--gap-ns", type=int, default=200, help="pause between timed single calls")
 ap.add_argument("--sustain-seconds", type=float, default=10.0,
-                help="length of the confirming sustained-rate run (the issue asks 30)")
+                help="length of the confirming sustained-rate run (30 s for a published figure)")
 ap.add_argument("--probe-seconds", type=float, default=2.0, help="length of a rate probe")
 ap.add_argument("--burst-runs", type=int, default=5, help="10M bursts at default settings")
 ap.add_argument("--search-runs", type=int, default=3, help="bursts per candidate ring size")
@@ -427,7 +427,7 @@ def cost_args(extra=()):
             "--gap", A.gap_ns] + list(extra)
 
 
-def sec1():
+def cost_per_event():
     section("1. Cost per event, one thread: ns/event of the thread's CPU time over "
             f"{A.events / M:g}M-event loops; per call: rdtsc around one call")
     modes = [
@@ -495,7 +495,7 @@ def sec1():
 # ---------------------------------------------------------------------
 # 2. Two producer threads on the two cores
 
-def sec2():
+def two_producers():
     section("2. Two producer threads pinned to the two cores: ns/event of each thread's CPU time")
     res = RAW.setdefault("threads", {})
     modes = [("flight recorder (no daemon; LTTng --overwrite)",
@@ -536,7 +536,7 @@ def burst_once(s, ring=None, ch=None):
     return r["side"]["dropped"], r["burst"]["ns_per_event"]
 
 
-def sec3():
+def burst():
     section(f"3. Burst: {A.events / M:.0f}M events flat out, one thread")
     res = RAW.setdefault("burst", {"default": {}, "search": {}})
     for i in range(A.burst_runs):
@@ -645,7 +645,7 @@ def sustain(s, loops, xtcd_args=()):
     return best, trials
 
 
-def sec4():
+def sustained_rate():
     section(f"4. Sustained rate: highest paced rate with zero drops for {A.sustain_seconds:g} s")
     res = RAW.setdefault("sustain", {})
     for loops in (1, 4):
@@ -696,7 +696,7 @@ def bytes_run(s, args, n_expected=None):
                 per_event=r["side"]["bytes"] / max(written, 1))
 
 
-def sec5():
+def bytes_on_disk():
     section("5. Bytes on disk per event (every file the daemon wrote, / events written)")
     res = RAW.setdefault("bytes", {})
     work = [("realistic mix (examples/demo.c's), 4 loops flat out",
@@ -731,7 +731,7 @@ def sec5():
 # ---------------------------------------------------------------------
 # 6. The daemon
 
-def sec6():
+def daemon_cost():
     section("6. The daemon (xtcd; LTTng: sessiond + consumerd, mmap output)")
     res = RAW.setdefault("daemon", {})
     secs = A.sustain_seconds
@@ -833,7 +833,7 @@ def lttng_follow(rate, secs):
     return q(0.5), q(0.99), len(lat)
 
 
-def sec7():
+def follow_latency():
     section("7. Follow latency: emit to printed line (xtcd --follow --json; "
             "LTTng: live session, default 1 s live timer, babeltrace2 via lttng-relayd)")
     res = RAW.setdefault("follow", {})
@@ -867,7 +867,8 @@ def sec7():
 # Table, plot, main
 
 def targets():
-    """The issue's targets, judged from this run's figures."""
+    """The performance targets (cost of an enabled and a disabled emit, no drops
+    on a burst, bytes per event, the daemon's CPU), judged from this run's figures."""
     out = []
 
     def cost(name, s):
@@ -964,7 +965,8 @@ def main():
               lttng("--version").strip().splitlines()[0], flush=True)
     t0 = time.monotonic()
     try:
-        for n, fn in ((1, sec1), (2, sec2), (3, sec3), (4, sec4), (5, sec5), (6, sec6), (7, sec7)):
+        for n, fn in ((1, cost_per_event), (2, two_producers), (3, burst), (4, sustained_rate),
+                      (5, bytes_on_disk), (6, daemon_cost), (7, follow_latency)):
             if n in ONLY:
                 fn()
     finally:
@@ -983,7 +985,7 @@ def main():
           f"empty-timing overhead subtracted, percentiles in steps of the TSC's 10 ns granularity "
           f"here, mean over all but the slowest 0.1% (the TSC read starts at a random phase, so the "
           f"mean is finer than a step)")
-    print("targets of issue 6 (judged from this run):")
+    print("targets (judged from this run):")
     print(targets())
     print(plot())
     print(f"took {RAW['seconds']:.0f} s; load {info['load']} at start, "

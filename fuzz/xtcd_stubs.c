@@ -259,12 +259,6 @@ void store_flush(void)
 	}
 }
 
-/* Whether no write is pending. */
-int store_idle(void)
-{
-	return ncommits == 0;
-}
-
 /* The "write in flight" completes: the pending commits go through. */
 int store_wait_write(void)
 {

@@ -157,28 +157,6 @@ static void segment_geometry(uint32_t *rings, uint32_t *records)
  * The segment
  */
 
-/* The kernel's boot id as 16 bytes (zeros if unreadable). */
-static void read_boot_id(uint8_t out[16])
-{
-	char text[64];
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-	int k = 0;
-
-	memset(out, 0, 16);
-	if (fd >= 0)
-		close(fd);
-	for (ssize_t i = 0; i < n && k < 32; i++) {
-		char c = text[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		out[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-		k++;
-	}
-}
-
 /* Fill a fresh segment header. */
 static void header_init(struct xtc_shm_hdr *h, uint32_t rings, uint32_t records, uint64_t size)
 {
@@ -198,7 +176,7 @@ static void header_init(struct xtc_shm_hdr *h, uint32_t rings, uint32_t records,
 	h->producer_pid = (uint32_t)getpid();
 	h->mode = tail_st.mode;
 	prctl(PR_GET_NAME, h->comm, 0, 0, 0);
-	read_boot_id(h->boot_id);
+	clock_boot_id(h->boot_id);
 	h->ts_unit = clock_unit();
 	h->ts_hz = clock_hz();
 	clock_anchor_take(&a);

@@ -59,6 +59,29 @@ enum xtc_seg_end_reason {
 	XTC_END_DAEMON_CRASHED  = 6, /* closed by recovery after xtcd died */
 };
 
+/* xtc_seg_drop.cause: why records were not written. */
+enum xtc_seg_drop_cause {
+	XTC_DROP_RING_FULL    = 1, /* the ring was full: the producer counted them */
+	XTC_DROP_OVERWRITTEN  = 2, /* overwritten before xtcd read them */
+	/* 3 is reserved: records lost to I/O count in SESSION_END.lost */
+	XTC_DROP_NO_FREE_RING = 4, /* no free ring for the emitting thread
+	                            * (ring = XTC_SEG_RING_NONE) */
+	XTC_DROP_QUOTA        = 5, /* refused: the session's uid is over its
+	                            * quota (xtcd read them, and did not write
+	                            * them) */
+};
+
+/* xtc_seg_drop.ring of a drop that belongs to no ring. */
+#define XTC_SEG_RING_NONE 0xFFFFFFFFu
+
+/* xtc_seg_corrupt.reason: the ring invariant the producer broke. */
+enum xtc_seg_corrupt_reason {
+	XTC_CORRUPT_HEAD_BACKWARDS    = 1, /* head went backwards */
+	XTC_CORRUPT_HEAD_JUMPED       = 2, /* head jumped further than any
+	                                    * producer can write (2^36 records) */
+	XTC_CORRUPT_DROPPED_BACKWARDS = 3, /* drop counter went backwards */
+};
+
 struct xtc_seg_file_hdr {
 	char     magic[8];         /* XTC_SEG_MAGIC */
 	uint32_t version;          /* XTC_SEG_VERSION */
@@ -139,13 +162,7 @@ struct xtc_seg_drop {
 	uint64_t count;
 	uint64_t from_ts_ns;       /* last record seen before the loss */
 	uint64_t to_ts_ns;         /* first record seen after it (or drain time) */
-	uint32_t cause;            /* 1 ring full, 2 overwritten before read,
-	                            * 4 no free ring for the emitting thread
-	                            * (ring = 0xFFFFFFFF), 5 refused: the
-	                            * session's uid is over its quota (xtcd
-	                            * read them, and did not write them); 3 is
-	                            * reserved: records lost to I/O count in
-	                            * SESSION_END.lost */
+	uint32_t cause;            /* enum xtc_seg_drop_cause */
 	uint32_t reserved;
 };
 
@@ -180,11 +197,9 @@ struct xtc_seg_segment_end {
 struct xtc_seg_corrupt {
 	uint64_t session_id;
 	uint32_t ring;
-	uint32_t reason;           /* 1 head went backwards, 2 head jumped further
-	                            * than any producer can write (2^36 records),
-	                            * 3 drop counter went backwards.  A rewritten
+	uint32_t reason;           /* enum xtc_seg_corrupt_reason.  A rewritten
 	                            * segment header ends the whole session with
-	                            * reason corrupt instead. */
+	                            * XTC_END_CORRUPT instead. */
 	uint64_t head, tail;       /* what was seen */
 };
 

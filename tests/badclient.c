@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
 #include "proto/xtc_shm.h"
 
@@ -81,24 +82,6 @@ struct answer {
 	char     reason[sizeof(((struct xtc_msg_refuse *)0)->reason)];
 };
 
-/* CLOCK_MONOTONIC in ns: the clock the segment's records use. */
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* CLOCK_REALTIME in ns. */
-static uint64_t real_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Sleep ms milliseconds, signals or not. */
 static void sleep_ms(unsigned ms)
 {
@@ -119,28 +102,6 @@ static void die(const char *what)
  * The segment
  */
 
-/* /proc/sys/kernel/random/boot_id as 16 bytes, as lib/tail.c reads it. */
-static void read_boot_id(uint8_t out[16])
-{
-	char text[64];
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
-	int k = 0;
-
-	memset(out, 0, 16);
-	if (fd >= 0)
-		close(fd);
-	for (ssize_t i = 0; i < n && k < 32; i++) {
-		char c = text[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-
-		if (v < 0)
-			continue;
-		out[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-		k++;
-	}
-}
-
 /* Fill a header exactly as lib/tail.c's header_init does (MONO_NS clock). */
 static void header_init(struct xtc_shm_hdr *h, uint32_t rings, uint32_t records, uint64_t size)
 {
@@ -160,7 +121,7 @@ static void header_init(struct xtc_shm_hdr *h, uint32_t rings, uint32_t records,
 	h->producer_pid = (uint32_t)getpid();
 	h->mode = XTC_SHM_MODE_DROP_NEW;
 	snprintf(h->comm, sizeof h->comm, "xtc-badclient");
-	read_boot_id(h->boot_id);
+	clock_boot_id(h->boot_id);
 	h->ts_unit = XTC_SHM_TS_MONO_NS;
 	h->ts_hz = 1000000000u;
 	h->anchor_ts = mono;

@@ -1234,25 +1234,6 @@ START_TEST(test_reader_missing_dir)
 }
 END_TEST
 
-START_TEST(test_names)
-{
-	char buf[24];
-
-	ck_assert_str_eq(segread_kind_name(0, buf, sizeof(buf)), "SPAWN");
-	ck_assert_str_eq(segread_kind_name(2, buf, sizeof(buf)), "WAKE");
-	ck_assert_str_eq(segread_kind_name(14, buf, sizeof(buf)), "LIFECYCLE_DROP");
-	ck_assert_str_eq(segread_kind_name(15, buf, sizeof(buf)), "KIND_15");
-	ck_assert_str_eq(segread_kind_name(UINT32_MAX, buf, sizeof(buf)), "KIND_4294967295");
-	ck_assert_str_eq(segread_end_reason_name(1, buf, sizeof(buf)), "detached");
-	ck_assert_str_eq(segread_end_reason_name(6, buf, sizeof(buf)), "daemon_crashed");
-	ck_assert_str_eq(segread_end_reason_name(0, buf, sizeof(buf)), "reason_0");
-	ck_assert_str_eq(segread_drop_cause_name(4, buf, sizeof(buf)), "no_free_ring");
-	ck_assert_str_eq(segread_drop_cause_name(3, buf, sizeof(buf)), "cause_3");
-	ck_assert_str_eq(segread_corrupt_reason_name(3, buf, sizeof(buf)), "dropped_backwards");
-	ck_assert_str_eq(segread_corrupt_reason_name(9, buf, sizeof(buf)), "reason_9");
-}
-END_TEST
-
 /* The suite: one TCase per feature. */
 static Suite *seg_suite(void)
 {
@@ -1288,7 +1269,6 @@ static Suite *seg_suite(void)
 	tcase_add_test(tc, test_name_parse);
 	tcase_add_test(tc, test_seg_path);
 	tcase_add_test(tc, test_seg_list_sorts);
-	tcase_add_test(tc, test_names);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scan");

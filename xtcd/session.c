@@ -18,7 +18,7 @@
  *   lost     = records in blocks whose write failed + records left unread
  *              in a ring that turned corrupt
  * Records refused because the session's uid is over its quota (store.c
- * says why refusing) are dropped: a DROP of cause 5 takes the place of
+ * says why refusing) are dropped: a DROP of cause quota takes the place of
  * their EVENTS block, and carries the ring tail to publish once written.
  */
 #include "config.h"
@@ -34,6 +34,7 @@
 #include "lib/common/clock.h"
 #include "proto/xtc_attach.h"
 #include "lib/seg/seg.h"
+#include "lib/seg/segname.h"
 #include "xtcd/shm_check.h"
 #include "xtcd/xtcd.h"
 
@@ -154,14 +155,14 @@ static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, ui
 {
 	struct sring *sr = &s->rings[i];
 	struct xtc_seg_corrupt *c;
+	char why[32];
 
 	sr->corrupt = 1;
 	s->lost += sr->last_head - sr->read; /* unread: gone with the ring */
 	sr->read = sr->last_head;
 	xlog("session %llu (pid %d): ring %u broke an invariant (%s: head %llu, tail %llu); "
 	     "no longer drained", (unsigned long long)s->id, (int)s->pid, i,
-	     reason == 1 ? "head went backwards" : reason == 2 ? "head ran past the ring"
-	                                         : "drop counter went backwards",
+	     segname_corrupt_reason_text(reason, why, sizeof why),
 	     (unsigned long long)head, (unsigned long long)tail);
 	c = store_block_begin(sizeof *c);
 	if (c == NULL)
@@ -235,7 +236,7 @@ static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
  */
 
 /* Records [from, to) of ring i, refused because the session's uid is over
- * its quota: one DROP of cause 5 (quota) in place of their EVENTS blocks,
+ * its quota: one DROP of cause XTC_DROP_QUOTA in place of their EVENTS blocks,
  * carrying the ring tail to publish once it is written.  Returns 0, or -1
  * when the store is out of buffers. */
 static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
@@ -254,7 +255,7 @@ static int quota_drop(struct session *s, uint32_t i, uint64_t from, uint64_t to,
 	d->count = to - from;
 	d->from_ts_ns = sr->last_ts;
 	d->to_ts_ns = ts_to_ns(tc, ring_at(s, i)->recs[(to - 1) & (s->hdr.ring_capacity - 1)].ts);
-	d->cause = 5;
+	d->cause = XTC_DROP_QUOTA;
 	sr->last_ts = d->to_ts_ns; /* d moves at store_block_end() */
 	store_block_end(XTC_BLK_DROP, 0, sizeof *d, &c);
 	s->dropped += to - from;
@@ -410,7 +411,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 		 * switched to drop-new while full. */
 		uint64_t gone = head - cap - sr->read;
 
-		if (drop_block(s, i, gone, 2, ts_to_ns(tc, r->recs[(head - cap) & (cap - 1)].ts)) < 0)
+		if (drop_block(s, i, gone, XTC_DROP_OVERWRITTEN, ts_to_ns(tc, r->recs[(head - cap) & (cap - 1)].ts)) < 0)
 			return;
 		sr->read = head - cap;
 	}
@@ -422,7 +423,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct ts_conv *tc)
 			sr->read += ring_copy_out(s, i, sr->read, boundary, tc);
 		if (sr->read < boundary)
 			return; /* out of buffers: the DROP waits for its place */
-		if (drop_block(s, i, dropped - sr->last_dropped, 1,
+		if (drop_block(s, i, dropped - sr->last_dropped, XTC_DROP_RING_FULL,
 		               sr->read < head ? ts_to_ns(tc, r->recs[sr->read & (cap - 1)].ts)
 		                               : mono_ns()) < 0)
 			return;
@@ -449,11 +450,11 @@ static void no_ring_drain(struct session *s)
 		return;
 	memset(d, 0, sizeof *d);
 	d->session_id = s->id;
-	d->ring = UINT32_MAX;
+	d->ring = XTC_SEG_RING_NONE;
 	d->loop_id = UINT32_MAX;
 	d->count = n - s->no_ring_last;
 	d->from_ts_ns = d->to_ts_ns = mono_ns();
-	d->cause = 4;
+	d->cause = XTC_DROP_NO_FREE_RING;
 	store_block_end(XTC_BLK_DROP, 0, sizeof *d, NULL);
 	s->dropped += n - s->no_ring_last;
 	s->no_ring_last = n;
@@ -535,6 +536,7 @@ static int session_try_end(struct session *s)
 	struct xtc_seg_session_end *e;
 	uint64_t produced;
 	int corrupt = s->header_changed;
+	char why[32];
 
 	if (!session_drained(s))
 		return 0;
@@ -573,9 +575,7 @@ static int session_try_end(struct session *s)
 		     (unsigned long long)s->lost);
 	xlog("session %llu (pid %d, %s) ended: %s, produced %llu, written %llu, dropped %llu, lost %llu%s",
 	     (unsigned long long)s->id, (int)s->pid, s->start.comm,
-	     e->reason == XTC_END_DETACHED ? "detached" : e->reason == XTC_END_PRODUCER_DIED ? "producer died"
-	     : e->reason == XTC_END_DAEMON_SHUTDOWN ? "daemon shutdown" : e->reason == XTC_END_CORRUPT ? "corrupt"
-	     : "io error", (unsigned long long)produced, (unsigned long long)s->written,
+	     segname_end_reason_text(e->reason, why, sizeof why), (unsigned long long)produced, (unsigned long long)s->written,
 	     (unsigned long long)s->dropped, (unsigned long long)s->lost, e->complete ? ", complete" : "");
 	session_free(s);
 	return 1;

@@ -13,18 +13,20 @@
 
 #include <stdint.h>
 
+#include "proto/xtc_seg.h"
 #include "proto/xtc_shm.h"
 
 /* More records than any producer can publish between two drains: a head
  * (or a no-ring counter) that moves further has been scribbled on. */
 #define SHM_MAX_JUMP (1ULL << 36)
 
-/* Why a ring is taken out of draining: xtc_seg_corrupt.reason. */
+/* Why a ring is taken out of draining: the xtc_seg_corrupt.reason its
+ * CORRUPT block carries. */
 enum shm_ring_fault {
-	SHM_RING_OK               = 0,
-	SHM_RING_HEAD_BACKWARDS   = 1,
-	SHM_RING_HEAD_JUMPED      = 2,
-	SHM_RING_DROPPED_BACKWARDS = 3,
+	SHM_RING_OK                = 0,
+	SHM_RING_HEAD_BACKWARDS    = XTC_CORRUPT_HEAD_BACKWARDS,
+	SHM_RING_HEAD_JUMPED       = XTC_CORRUPT_HEAD_JUMPED,
+	SHM_RING_DROPPED_BACKWARDS = XTC_CORRUPT_DROPPED_BACKWARDS,
 };
 
 /* Check a private copy of the segment header against everything xtcd can

@@ -23,6 +23,7 @@
 #include "lib/common/clock.h"
 #include "xtcd/conf.h"
 #include "proto/xtc_attach.h"
+#include "xtcd/read/print.h"
 #include "xtcd/status.h"
 #include "xtcd/xtcd.h"
 
@@ -61,21 +62,6 @@ const char *status_count_text(uint64_t v, char *buf, size_t len)
 		snprintf(buf, len, "%.2fM", v / 1e6);
 	else
 		snprintf(buf, len, "%.2fG", v / 1e9);
-	return buf;
-}
-
-const char *status_bytes_text(uint64_t v, char *buf, size_t len)
-{
-	if (v < 1024)
-		snprintf(buf, len, "%lluB", (unsigned long long)v);
-	else if (v < (1u << 20))
-		snprintf(buf, len, "%.1fK", v / 1024.0);
-	else if (v < (1u << 30))
-		snprintf(buf, len, "%.1fM", v / 1048576.0);
-	else if (v < (1ULL << 40))
-		snprintf(buf, len, "%.2fG", v / 1073741824.0);
-	else
-		snprintf(buf, len, "%.2fT", v / 1099511627776.0);
 	return buf;
 }
 
@@ -135,8 +121,8 @@ static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	snprintf(msg, sizeof msg, "STATUS=%zu session%s, %s events/s, %llu dropped, %s of %s used",
 	         session_count(), session_count() == 1 ? "" : "s",
 	         status_count_text(t.events_per_s, eps, sizeof eps), (unsigned long long)t.dropped,
-	         status_bytes_text(store_disk_bytes(), used, sizeof used),
-	         status_bytes_text(cfg.max_bytes, budget, sizeof budget));
+	         print_bytes(used, sizeof used, store_disk_bytes()),
+	         print_bytes(budget, sizeof budget, cfg.max_bytes));
 	status_notify(msg);
 }
 

@@ -34,8 +34,7 @@ void status_serve(int fd, uid_t uid);
  * exit code: 0, or 1 when no daemon answers (one line on stderr). */
 int  status_client(const char *path, int json, FILE *out);
 
-/* "1.23M" (powers of 1000) and "212.0M" (powers of 1024) into buf. */
+/* A count as "812", "12.3k", "1.23M" (powers of 1000) into buf. */
 const char *status_count_text(uint64_t v, char *buf, size_t len);
-const char *status_bytes_text(uint64_t v, char *buf, size_t len);
 
 #endif /* XTCD_STATUS_H */

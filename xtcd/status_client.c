@@ -180,23 +180,6 @@ static int ask(int fd, struct answer *a, char *why, size_t len)
  * Printing
  */
 
-static const char *duration_text(uint64_t ns, char *buf, size_t len)
-{
-	uint64_t s = ns / 1000000000u;
-
-	if (s < 60)
-		snprintf(buf, len, "%.1fs", ns / 1e9);
-	else if (s < 3600)
-		snprintf(buf, len, "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
-	else if (s < 86400)
-		snprintf(buf, len, "%lluh%02llum", (unsigned long long)(s / 3600),
-		         (unsigned long long)(s / 60 % 60));
-	else
-		snprintf(buf, len, "%llud%02lluh", (unsigned long long)(s / 86400),
-		         (unsigned long long)(s / 3600 % 24));
-	return buf;
-}
-
 /* comm as it can be shown on a terminal. */
 static const char *safe_text(const char *s, char *buf, size_t len)
 {
@@ -226,10 +209,7 @@ static void print_loops(FILE *out, const struct xtc_msg_status_session *s)
 		const struct xtc_status_loop *l = &loops[i];
 		char loop[16];
 
-		if (l->loop_id == XTC_TAIL_LOOP_NONE)
-			snprintf(loop, sizeof loop, "-");
-		else
-			snprintf(loop, sizeof loop, "%u", l->loop_id);
+		print_loop(loop, sizeof loop, l->loop_id);
 		if (l->fill == XTC_STATUS_FILL_CORRUPT)
 			fprintf(out, " %s:corrupt", loop);
 		else if (l->fill < 1000)
@@ -253,23 +233,23 @@ static void print_text(FILE *out, const struct answer *a)
 	char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
 
 	fprintf(out, "xtcd %s, pid %u, up %s; %s, drain every %u ms\n", d->version, d->pid,
-	        duration_text(d->uptime_ns, b1, sizeof b1), d->io, d->drain_ms);
+	        print_duration(b1, sizeof b1, d->uptime_ns), d->io, d->drain_ms);
 	fprintf(out, "  disk      %s: %llu segment%s, %s of %s used (%.1f%%), segments of %s\n", d->dir,
 	        (unsigned long long)d->segments, d->segments == 1 ? "" : "s",
-	        status_bytes_text(d->bytes_used, b1, sizeof b1), status_bytes_text(d->max_bytes, b2, sizeof b2),
+	        print_bytes(b1, sizeof b1, d->bytes_used), print_bytes(b2, sizeof b2, d->max_bytes),
 	        d->max_bytes ? 100.0 * (double)d->bytes_used / (double)d->max_bytes : 0.0,
-	        status_bytes_text(d->segment_bytes, b3, sizeof b3));
+	        print_bytes(b3, sizeof b3, d->segment_bytes));
 	fprintf(out, "  events    %s/s; since start %s produced, %s written, %s dropped, %s lost\n",
 	        status_count_text(d->events_per_s, b1, sizeof b1), status_count_text(d->produced, b2, sizeof b2),
 	        status_count_text(d->written, b3, sizeof b3), status_count_text(d->dropped, b4, sizeof b4),
 	        status_count_text(d->lost, b5, sizeof b5));
 	if (d->uid_quota == UINT64_MAX)
 		fprintf(out, "  quota     uid %u: none (%s of events on disk)\n", d->peer_uid,
-		        status_bytes_text(d->uid_bytes, b1, sizeof b1));
+		        print_bytes(b1, sizeof b1, d->uid_bytes));
 	else
 		fprintf(out, "  quota     uid %u: %s of %s\n", d->peer_uid,
-		        status_bytes_text(d->uid_bytes, b1, sizeof b1),
-		        status_bytes_text(d->uid_quota, b2, sizeof b2));
+		        print_bytes(b1, sizeof b1, d->uid_bytes),
+		        print_bytes(b2, sizeof b2, d->uid_quota));
 	fprintf(out, "  sessions  %u live", d->sessions);
 	if (a->n != d->sessions)
 		fprintf(out, ", %zu of uid %u shown", a->n, d->peer_uid);
@@ -285,13 +265,13 @@ static void print_text(FILE *out, const struct answer *a)
 
 		fprintf(out, "%5llu %7u %-15s %6u %7s %7s %8s %8s %8s %6s %8s ",
 		        (unsigned long long)s->session_id, s->pid, safe_text(s->comm, comm, 16), s->uid,
-		        duration_text(s->uptime_ns, b1, sizeof b1),
+		        print_duration(b1, sizeof b1, s->uptime_ns),
 		        status_count_text(s->events_per_s, b2, sizeof b2),
 		        status_count_text(s->produced, b3, sizeof b3),
 		        status_count_text(s->written, b4, sizeof b4),
 		        status_count_text(s->dropped, b5, sizeof b5),
 		        status_count_text(s->lost, b6, sizeof b6),
-		        status_bytes_text(s->bytes, b7, sizeof b7));
+		        print_bytes(b7, sizeof b7, s->bytes));
 		print_loops(out, s);
 		fputc('\n', out);
 	}

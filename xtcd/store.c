@@ -13,26 +13,8 @@
  * point loses nothing that was still in a ring: its successor resumes from
  * the tails.
  *
- * Budget: before a new segment is opened, the oldest closed segments are
- * deleted until the closed ones plus a whole new segment fit in
- * --max-bytes (and --keep-free bytes stay free on the filesystem), so the
- * directory never holds more than the budget.  Every deletion is recorded
- * in the stream as an EVICTED block.
- *
- * Quota (quota, quota.UID in xtcd.conf): a uid may hold at most that many
- * bytes of EVENTS blocks (block headers included) in the directory.  The
- * bytes are charged to the uid of the block's session when the block is
- * appended (and refunded if its write fails), per segment, so deleting a
- * segment gives its bytes back to the uids that wrote them.  A uid at or
- * over its quota gets no new EVENTS blocks: session.c counts its records as
- * dropped, in DROP blocks of cause 5 (quota), until deletions under the
- * budget bring it back under.  Other uids are untouched.  We refuse rather
- * than evict because segments are shared: deleting the over-quota uid's
- * oldest data would delete everyone's data of that time with it.  Session
- * starts and ends, DROP and other bookkeeping blocks are never refused and
- * count for no uid, so the account of what was lost is always written.
- * Segments left by an earlier xtcd are attributed by a scan of their
- * blocks when a quota is first configured.
+ * The budget and the quota are store_budget.c's, the recovery of what a
+ * previous xtcd left is store_recover.c's (see store_int.h).
  */
 #include "config.h"
 
@@ -43,20 +25,17 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lib/common/clock.h"
 #include "xtcd/conf.h"
 #include "lib/seg/seg.h"
-#include "lib/seg/segread.h"
+#include "xtcd/store_int.h"
 #include "xtcd/xtcd.h"
 
 #define BUF_SIZE   (1u << 20)
 #define NBUF       8
-#define BUDGET     "to stay within the budget"
-#define FS_FULL    "to make room: the filesystem is full"
 #define SLACK      7u     /* a block is built 8-byte aligned: see build_at() */
 #define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end) + SLACK)
 
@@ -89,24 +68,6 @@ struct wbuf {
 	uint64_t  submit_ns;  /* when its write was handed to the kernel */
 };
 
-struct uid_bytes {            /* event bytes of one uid */
-	uid_t    uid;
-	int      over;               /* at or over its quota when last asked */
-	uint64_t bytes;
-};
-
-struct uid_tab {
-	struct uid_bytes *v;
-	size_t   n;
-};
-
-struct ondisk {               /* a segment in the directory, for the budget */
-	uint64_t seq;
-	uint64_t bytes;
-	struct uid_tab uids;      /* its EVENTS bytes by uid, once attributed */
-	int      attributed;
-};
-
 static struct {
 	struct ev_loop *loop;
 	int       dirfd;
@@ -116,8 +77,6 @@ static struct {
 	size_t    qhead, qlen;
 	struct wbuf *inflight;
 	struct segfile *cur;
-	struct ondisk *disk;
-	size_t    ndisk, disk_cap;
 	uint64_t  next_session_id;
 	int       use_uring;
 	int       fixed;           /* buffers registered with the ring */
@@ -126,16 +85,10 @@ static struct {
 	ev_io     uring_w;
 	ev_timer  sync_w;
 	int       rotating;
-	uint64_t  evict_first, evict_last, evict_bytes, evict_records;
-	uint64_t *evict_sessions;
-	size_t    evict_nsessions;
-	int       evict_pending;
 	int       last_errno;      /* the last write error, logged once */
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */
 	ev_timer  check_w;         /* store_check() once a second */
-	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
-	struct store_evictions evicted; /* since start, for the metrics */
 	struct store_lat lat;      /* buffer write latency, for the metrics */
 } st = { .dirfd = -1, .uring_efd = -1 };
 
@@ -171,10 +124,7 @@ void store_write_latency(struct store_lat *out)
 	*out = st.lat;
 }
 
-void store_evictions(struct store_evictions *out)
-{
-	*out = st.evicted;
-}
+
 
 static void submit_next(void);
 static int  segment_open(uint64_t seq);
@@ -189,337 +139,26 @@ uint64_t store_next_session_id(void)
 	return st.next_session_id++;
 }
 
-uint64_t store_bytes_used(void)
+void store_session_id_floor(uint64_t next)
 {
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < st.ndisk; i++)
-		n += st.disk[i].bytes;
-	return n;
+	if (next > st.next_session_id)
+		st.next_session_id = next;
 }
 
-/* ---------------------------------------------------------------------
- * The directory and its budget
- */
-
-static void disk_add(uint64_t seq, uint64_t bytes)
+int store_current(uint64_t *seq, uint64_t *reserved)
 {
-	if (st.ndisk == st.disk_cap) {
-		size_t cap = st.disk_cap ? st.disk_cap * 2 : 64;
-		struct ondisk *d = realloc(st.disk, cap * sizeof *d);
-
-		if (d == NULL) {
-			xlog("out of memory tracking segments");
-			return;
-		}
-		st.disk = d;
-		st.disk_cap = cap;
-	}
-	st.disk[st.ndisk++] = (struct ondisk){ .seq = seq, .bytes = bytes };
-}
-
-static void disk_set_bytes(uint64_t seq, uint64_t bytes)
-{
-	for (size_t i = 0; i < st.ndisk; i++)
-		if (st.disk[i].seq == seq)
-			st.disk[i].bytes = bytes;
-}
-
-/* What the segments hold, the current one's buffered blocks included. */
-uint64_t store_disk_bytes(void)
-{
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < st.ndisk; i++)
-		n += st.cur != NULL && st.disk[i].seq == st.cur->seq ? (uint64_t)st.cur->reserved
-		                                                      : st.disk[i].bytes;
-	return n;
-}
-
-uint64_t store_segments(void)
-{
-	return st.ndisk;
-}
-
-/* ---------------------------------------------------------------------
- * The quota (see the top of this file)
- */
-
-static struct uid_bytes *uid_slot(struct uid_tab *t, uid_t uid, int add)
-{
-	struct uid_bytes *v;
-
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i].uid == uid)
-			return &t->v[i];
-	if (!add || (v = realloc(t->v, (t->n + 1) * sizeof *v)) == NULL)
-		return NULL;
-	t->v = v;
-	t->v[t->n] = (struct uid_bytes){ .uid = uid };
-	return &t->v[t->n++];
-}
-
-static struct ondisk *disk_find(uint64_t seq)
-{
-	for (size_t i = st.ndisk; i-- > 0;)
-		if (st.disk[i].seq == seq)
-			return &st.disk[i];
-	return NULL;
-}
-
-/* Add (or, with sign < 0, take back) bytes of uid in segment seq. */
-static void uid_charge(uint64_t seq, uid_t uid, uint64_t bytes, int sign)
-{
-	struct ondisk *d = disk_find(seq);
-	struct uid_bytes *seg, *all;
-
-	if (d == NULL || !d->attributed)
-		return; /* deleted already: its bytes were given back then */
-	seg = uid_slot(&d->uids, uid, 1);
-	all = uid_slot(&st.uids, uid, 1);
-	if (seg == NULL || all == NULL) {
-		xlog("out of memory counting the bytes of uid %u", (unsigned)uid);
-		return;
-	}
-	if (sign > 0) {
-		seg->bytes += bytes;
-		all->bytes += bytes;
-	} else {
-		seg->bytes -= bytes < seg->bytes ? bytes : seg->bytes;
-		all->bytes -= bytes < all->bytes ? bytes : all->bytes;
-	}
-}
-
-/* A segment leaves the directory: its uids get their bytes back. */
-static void uid_release(struct ondisk *d)
-{
-	for (size_t i = 0; d->attributed && i < d->uids.n; i++) {
-		struct uid_bytes *all = uid_slot(&st.uids, d->uids.v[i].uid, 0);
-
-		if (all != NULL)
-			all->bytes -= d->uids.v[i].bytes < all->bytes ? d->uids.v[i].bytes : all->bytes;
-	}
-	free(d->uids.v);
-	d->uids = (struct uid_tab){ 0 };
-}
-
-uint64_t store_uid_bytes(uid_t uid)
-{
-	struct uid_bytes *u = uid_slot(&st.uids, uid, 0);
-
-	return u != NULL ? u->bytes : 0;
-}
-
-int store_quota_blocked(uid_t uid)
-{
-	uint64_t quota = conf_quota_for(&cfg, uid);
-	struct uid_bytes *u = uid_slot(&st.uids, uid, 0);
-	uint64_t used = u != NULL ? u->bytes : 0;
-	int over = quota != CONF_NO_QUOTA && used >= quota;
-	char q[32];
-
-	if (u == NULL && over)
-		u = uid_slot(&st.uids, uid, 1);
-	if (u != NULL && over != u->over) {
-		u->over = over;
-		if (over)
-			xlog("uid %u holds %llu bytes of events, its quota is %s: its new events are "
-			     "dropped (cause quota) until old segments are deleted", (unsigned)uid,
-			     (unsigned long long)used, conf_size_text(quota, q, sizeof q));
-		else
-			xlog("uid %u is under its quota again (%llu bytes of %s); writing its events",
-			     (unsigned)uid, (unsigned long long)used, conf_size_text(quota, q, sizeof q));
-	}
-	return over;
-}
-
-/* Which uid each session of a segment belongs to, while it is scanned. */
-struct attribution {
-	struct ondisk *d;
-	struct { uint64_t id; uid_t uid; } *s;
-	size_t n;
-};
-
-static int attribute_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off_t off, void *user)
-{
-	struct attribution *a = user;
-
-	(void)off;
-	if (h->type == XTC_BLK_SESSION_START && h->len >= sizeof(struct xtc_seg_session_start)) {
-		const struct xtc_seg_session_start *ss = payload;
-		void *grown = realloc(a->s, (a->n + 1) * sizeof *a->s);
-
-		if (grown == NULL)
-			return 1;
-		a->s = grown;
-		a->s[a->n].id = ss->session_id;
-		a->s[a->n++].uid = ss->uid;
-	} else if (h->type == XTC_BLK_EVENTS && h->len >= sizeof(struct xtc_seg_events)) {
-		uint64_t id = ((const struct xtc_seg_events *)payload)->session_id;
-
-		for (size_t i = a->n; i-- > 0;)
-			if (a->s[i].id == id) {
-				uid_charge(a->d->seq, a->s[i].uid, sizeof *h + h->len, 1);
-				break;
-			}
-	}
-	return 0;
-}
-
-/* Charge the EVENTS blocks of segments an earlier xtcd wrote to their
- * uids: a scan of each, the first time a quota is configured. */
-static void attribute_existing(void)
-{
-	char path[4096];
-	size_t done = 0;
-
-	for (size_t i = 0; i < st.ndisk; i++) {
-		struct attribution a = { .d = &st.disk[i] };
-		struct seg_scan scan;
-		int fd;
-
-		if (st.disk[i].attributed)
-			continue;
-		st.disk[i].attributed = 1;
-		seg_path(path, sizeof path, cfg.dir, st.disk[i].seq);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		seg_scan_fd(fd, attribute_cb, &a, &scan);
-		close(fd);
-		free(a.s);
-		done++;
-	}
-	if (done != 0)
-		xlog("counted the event bytes of each uid in %zu segments, for the quota", done);
-}
-
-static int quota_configured(void)
-{
-	return cfg.quota != CONF_NO_QUOTA || cfg.quota_count != 0;
-}
-
-struct evict_count {
-	uint64_t records;
-};
-
-/* Count the records and note the sessions of a segment about to go. */
-static int evict_scan_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off_t off, void *user)
-{
-	struct evict_count *ec = user;
-	uint64_t id;
-
-	(void)off;
-	if (h->type == XTC_BLK_EVENTS && h->len >= sizeof(struct xtc_seg_events))
-		ec->records += ((const struct xtc_seg_events *)payload)->count;
-	if (h->type != XTC_BLK_SESSION_START || h->len < sizeof(struct xtc_seg_session_start))
-		return 0;
-	id = ((const struct xtc_seg_session_start *)payload)->session_id;
-	for (size_t i = 0; i < st.evict_nsessions; i++)
-		if (st.evict_sessions[i] == id)
-			return 0;
-	if (st.evict_nsessions < 4096) {
-		uint64_t *p = realloc(st.evict_sessions, (st.evict_nsessions + 1) * sizeof *p);
-
-		if (p != NULL) {
-			st.evict_sessions = p;
-			st.evict_sessions[st.evict_nsessions++] = id;
-		}
-	}
-	return 0;
-}
-
-/* Delete the oldest closed segment, `why` (for the log).  Returns 0, or -1
- * if there is none. */
-static int evict_oldest(const char *why)
-{
-	char path[4096];
-	struct evict_count ec = { 0 };
-	struct seg_scan scan;
-	struct ondisk d;
-	int fd;
-
-	if (st.ndisk == 0 || (st.cur != NULL && st.disk[0].seq == st.cur->seq))
+	if (st.cur == NULL)
 		return -1;
-	d = st.disk[0];
-	seg_path(path, sizeof path, cfg.dir, d.seq);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		seg_scan_fd(fd, evict_scan_cb, &ec, &scan);
-		close(fd);
-	}
-	if (unlink(path) < 0 && errno != ENOENT) {
-		xlog("cannot delete %s %s: %s", path, why, strerror(errno));
-		return -1;
-	}
-	uid_release(&st.disk[0]);
-	memmove(st.disk, st.disk + 1, (st.ndisk - 1) * sizeof *st.disk);
-	st.ndisk--;
-	if (!st.evict_pending)
-		st.evict_first = d.seq;
-	st.evict_last = d.seq;
-	st.evict_bytes += d.bytes;
-	st.evict_records += ec.records;
-	st.evict_pending = 1;
-	st.evicted.segments++;
-	st.evicted.bytes += d.bytes;
-	st.evicted.records += ec.records;
-	xlog("deleted %s (%llu bytes, %llu records) %s", path, (unsigned long long)d.bytes,
-	     (unsigned long long)ec.records, why);
+	*seq = st.cur->seq;
+	*reserved = (uint64_t)st.cur->reserved;
 	return 0;
 }
 
-/* Free bytes on the segment filesystem. */
-static uint64_t fs_free(void)
+int store_dir_fd(void)
 {
-	struct statvfs sv;
-
-	if (fstatvfs(st.dirfd, &sv) < 0)
-		return UINT64_MAX;
-	return (uint64_t)sv.f_bavail * sv.f_frsize;
+	return st.dirfd;
 }
 
-/* Delete old segments until `need` more bytes fit the budget. */
-static void evict_for(uint64_t need)
-{
-	while (store_bytes_used() + need > cfg.max_bytes && evict_oldest(BUDGET) == 0)
-		;
-	while (cfg.keep_free != 0 && fs_free() < cfg.keep_free + need &&
-	       evict_oldest("to keep --keep-free bytes free") == 0)
-		;
-}
-
-/* Record the deletions since the last EVICTED block. */
-static void evicted_block(void)
-{
-	size_t ids = st.evict_nsessions;
-	uint32_t len = (uint32_t)(sizeof(struct xtc_seg_evicted) + ids * sizeof(uint64_t));
-	struct xtc_seg_evicted *e;
-
-	if (!st.evict_pending)
-		return;
-	e = store_block_begin(len);
-	if (e == NULL)
-		return; /* kept pending for the next chance */
-	memset(e, 0, sizeof *e);
-	e->first_seq = st.evict_first;
-	e->last_seq = st.evict_last;
-	e->bytes = st.evict_bytes;
-	e->records = st.evict_records;
-	e->session_count = (uint32_t)ids;
-	if (ids != 0)
-		memcpy(e + 1, st.evict_sessions, ids * sizeof(uint64_t)); /* NULL when none */
-	store_block_end(XTC_BLK_EVICTED, 0, len, NULL);
-	st.evict_pending = 0;
-	st.evict_bytes = st.evict_records = 0;
-	free(st.evict_sessions);
-	st.evict_sessions = NULL;
-	st.evict_nsessions = 0;
-}
-
-/* ---------------------------------------------------------------------
- * Buffers
- */
 
 static struct wbuf *buf_take(void)
 {
@@ -591,7 +230,7 @@ static void segment_close(uint64_t next_seq)
 	buf_seal();
 	/* The budget counts what the file will hold once its buffers are
 	 * written, not what is on disk yet. */
-	disk_set_bytes(f->seq, (uint64_t)f->reserved);
+	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	f->closing = 1;
 	st.cur = NULL;
 	if (f->pending == 0) {
@@ -605,22 +244,9 @@ static void segment_close(uint64_t next_seq)
 static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
 {
 	char host[64] = "";
-	uint8_t boot[16] = { 0 };
-	int bfd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	char text[64];
-	ssize_t n = bfd >= 0 ? read(bfd, text, sizeof text) : -1;
-	int k = 0;
+	uint8_t boot[16];
 
-	for (ssize_t i = 0; i < n && k < 32; i++) {
-		int v = text[i] >= '0' && text[i] <= '9' ? text[i] - '0'
-		      : text[i] >= 'a' && text[i] <= 'f' ? text[i] - 'a' + 10 : -1;
-		if (v >= 0) {
-			boot[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
-			k++;
-		}
-	}
-	if (bfd >= 0)
-		close(bfd);
+	clock_boot_id(boot);
 	gethostname(host, sizeof host - 1);
 	seg_file_hdr_init(h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
 }
@@ -693,9 +319,7 @@ static int segment_open(uint64_t seq)
 	header_init(&f->hdr, seq);
 	if (buf_put_raw(&f->hdr, sizeof f->hdr) < 0)
 		f->need_header = 1; /* no buffer free: written before the first one */
-	disk_add(seq, sizeof f->hdr);
-	if (st.ndisk != 0 && st.disk[st.ndisk - 1].seq == seq)
-		st.disk[st.ndisk - 1].attributed = 1; /* we charge every block of it */
+	store_disk_add(seq, sizeof f->hdr, 1); /* we charge every block of it */
 	return 0;
 }
 
@@ -711,11 +335,11 @@ static void segment_rotate(void)
 	 * that every older one is complete.  A few buffers, once a segment. */
 	while ((st.inflight != NULL || st.qlen > 0) && store_wait_write() == 0)
 		;
-	evict_for(cfg.segment_bytes);
+	store_evict_for(cfg.segment_bytes);
 	if (segment_open(next) < 0)
 		return;
 	st.rotating = 1;
-	evicted_block();
+	store_evicted_block();
 	session_restate_all();
 	st.rotating = 0;
 }
@@ -748,7 +372,7 @@ static void store_check(void)
 	if (segment_open(seq) < 0)
 		return;
 	st.rotating = 1;
-	evicted_block();
+	store_evicted_block();
 	session_restate_all();
 	st.rotating = 0;
 }
@@ -841,7 +465,7 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 	b->commits[b->ncommits].bytes = 0;
 	if (type == XTC_BLK_EVENTS) {
 		b->commits[b->ncommits].bytes = (uint32_t)total;
-		uid_charge(st.cur->seq, c->uid, total, 1);
+		store_uid_charge(st.cur->seq, c->uid, total, 1);
 	}
 	b->ncommits++;
 	b->records += c->records;
@@ -859,7 +483,7 @@ static void buf_done(struct wbuf *b, int ok)
 
 	for (size_t i = 0; i < b->ncommits; i++) {
 		if (!ok && b->commits[i].bytes != 0)
-			uid_charge(f->seq, b->commits[i].uid, b->commits[i].bytes, -1);
+			store_uid_charge(f->seq, b->commits[i].uid, b->commits[i].bytes, -1);
 		session_commit(&b->commits[i], ok);
 	}
 	b->state = BUF_FREE;
@@ -868,7 +492,7 @@ static void buf_done(struct wbuf *b, int ok)
 	} else {
 		f->reserved -= (off_t)b->len;
 		if (f->fd >= 0)
-			disk_set_bytes(f->seq, (uint64_t)f->reserved);
+			store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	}
 	if (--f->pending == 0 && f->closing) {
 		if (f->fd >= 0)
@@ -910,7 +534,7 @@ static void write_done(int res)
 			     (unsigned long long)b->records);
 		st.last_errno = -res;
 		if (res == -ENOSPC || res == -EDQUOT)
-			evict_oldest(FS_FULL);
+			store_evict_oldest(STORE_FS_FULL);
 		buf_done(b, 0);
 	} else {
 		st.last_errno = 0;
@@ -933,14 +557,14 @@ static int header_reinstate(struct segfile *f)
 {
 	int err = header_write(f);
 
-	if ((err == ENOSPC || err == EDQUOT) && evict_oldest(FS_FULL) == 0)
+	if ((err == ENOSPC || err == EDQUOT) && store_evict_oldest(STORE_FS_FULL) == 0)
 		err = header_write(f);
 	if (err != 0)
 		return err;
 	f->need_header = 0;
 	f->end = (off_t)sizeof f->hdr;
 	f->reserved += (off_t)sizeof f->hdr;
-	disk_set_bytes(f->seq, (uint64_t)f->reserved);
+	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	return 0;
 }
 
@@ -1016,11 +640,6 @@ void store_flush(void)
 	submit_next();
 }
 
-int store_idle(void)
-{
-	return st.inflight == NULL && st.qlen == 0 && (st.filling == NULL || st.filling->len == 0);
-}
-
 /* Block until the write in flight completes, so a buffer frees up: for
  * the few records that must not wait for the loop (a session's start).
  * Returns 0, or -1 when nothing is in flight to wait for. */
@@ -1048,191 +667,6 @@ static void sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (st.cur != NULL && st.cur->end > 0 && st.cur->fd >= 0)
 		worker_sync(st.cur->fd, st.cur->seq);
 }
-
-/* ---------------------------------------------------------------------
- * Recovery of what a previous xtcd left behind
- */
-
-struct open_session {
-	uint64_t id;
-	uint64_t written;
-	uint64_t dropped;
-	int      ended;
-};
-
-struct recovery {
-	struct open_session *s;
-	size_t n;
-	uint64_t max_id;
-	int      shutdown_end;  /* a SEGMENT_END written at shutdown (next_seq 0) */
-};
-
-static struct open_session *recovery_find(struct recovery *r, uint64_t id, int add)
-{
-	for (size_t i = 0; i < r->n; i++)
-		if (r->s[i].id == id)
-			return &r->s[i];
-	if (!add)
-		return NULL;
-	{
-		struct open_session *p = realloc(r->s, (r->n + 1) * sizeof *p);
-
-		if (p == NULL)
-			return NULL;
-		r->s = p;
-		r->s[r->n] = (struct open_session){ .id = id };
-		return &r->s[r->n++];
-	}
-}
-
-static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off, void *user)
-{
-	struct recovery *r = user;
-	struct open_session *s;
-
-	(void)off;
-	switch (h->type) {
-	case XTC_BLK_SESSION_START:
-		if (h->len >= sizeof(struct xtc_seg_session_start)) {
-			uint64_t id = ((const struct xtc_seg_session_start *)p)->session_id;
-
-			recovery_find(r, id, 1);
-			if (id > r->max_id)
-				r->max_id = id;
-		}
-		break;
-	case XTC_BLK_EVENTS:
-		if (h->len >= sizeof(struct xtc_seg_events)) {
-			const struct xtc_seg_events *e = p;
-
-			if ((s = recovery_find(r, e->session_id, 0)) != NULL)
-				s->written += e->count;
-		}
-		break;
-	case XTC_BLK_DROP:
-		if (h->len >= sizeof(struct xtc_seg_drop)) {
-			const struct xtc_seg_drop *d = p;
-
-			if ((s = recovery_find(r, d->session_id, 0)) != NULL)
-				s->dropped += d->count;
-		}
-		break;
-	case XTC_BLK_SESSION_END:
-		if (h->len >= sizeof(struct xtc_seg_session_end) &&
-		    (s = recovery_find(r, ((const struct xtc_seg_session_end *)p)->session_id, 0)) != NULL)
-			s->ended = 1;
-		break;
-	case XTC_BLK_SEGMENT_END:
-		r->shutdown_end = h->len >= sizeof(struct xtc_seg_segment_end) &&
-		                  ((const struct xtc_seg_segment_end *)p)->next_seq == 0;
-		break;
-	}
-	return 0;
-}
-
-/*
- * Mend segment seq, the newest one left: cut its torn tail and learn which
- * sessions it left open.  Returns 0 when it is only a file that an xtcd
- * killed while creating it left shorter than a file header (it holds
- * nothing: deleted, and the segment before it is the one to mend), 1
- * otherwise.
- */
-static int recover_segment(uint64_t seq, struct recovery *r)
-{
-	struct seg_scan scan;
-	char path[4096];
-	int fd, ret = 1;
-
-	seg_path(path, sizeof path, cfg.dir, seq);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		xlog("cannot open %s to recover it: %s", path, strerror(errno));
-		return 1;
-	}
-	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
-		if (scan.header_ok && scan.hdr.next_session_id > st.next_session_id)
-			st.next_session_id = scan.hdr.next_session_id;
-		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
-			xlog("%s: %lld bytes and no file header, left by an xtcd killed while creating "
-			     "it; deleted", path, (long long)scan.file_size);
-			if (unlink(path) == 0 && st.ndisk > 0 && st.disk[st.ndisk - 1].seq == seq)
-				st.ndisk--;
-			ret = 0;
-		} else if (scan.torn && scan.header_ok) {
-			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
-			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
-			if (ftruncate(fd, scan.valid_end) < 0)
-				xlog("cannot cut %s: %s", path, strerror(errno));
-			disk_set_bytes(seq, (uint64_t)scan.valid_end);
-		} else if (!scan.header_ok) {
-			xlog("%s: not a segment (bad header); left as it is", path);
-		}
-		if (!(scan.clean_end && r->shutdown_end) && scan.header_ok)
-			xlog("%s: the previous xtcd did not shut down cleanly", path);
-		/* Every session ended before a shutdown's SEGMENT_END; one
-		 * written at a rotation whose next segment never came says
-		 * nothing about them. */
-		if (scan.clean_end && r->shutdown_end)
-			for (size_t i = 0; i < r->n; i++)
-				r->s[i].ended = 1;
-	}
-	close(fd);
-	return ret;
-}
-
-/* Find the segments, mend the newest one, and learn which sessions it
- * left open.  Returns the next segment number. */
-static uint64_t recover(struct recovery *r)
-{
-	uint64_t *seqs = NULL, next;
-	size_t n = 0;
-	char path[4096];
-
-	if (seg_list(cfg.dir, &seqs, &n) < 0 || n == 0) {
-		free(seqs);
-		return 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct stat sb;
-
-		seg_path(path, sizeof path, cfg.dir, seqs[i]);
-		if (stat(path, &sb) == 0)
-			disk_add(seqs[i], (uint64_t)sb.st_size);
-	}
-	next = seqs[n - 1] + 1;
-	for (size_t i = n; i-- > 0 && recover_segment(seqs[i], r) == 0;)
-		;
-	free(seqs);
-	if (r->max_id + 1 > st.next_session_id)
-		st.next_session_id = r->max_id + 1;
-	return next;
-}
-
-/* Close the sessions a crashed daemon left open, in the new segment. */
-static void recovery_close_sessions(struct recovery *r)
-{
-	for (size_t i = 0; i < r->n; i++) {
-		struct xtc_seg_session_end *e;
-
-		if (r->s[i].ended)
-			continue;
-		e = store_block_begin(sizeof *e);
-		if (e == NULL)
-			break;
-		memset(e, 0, sizeof *e);
-		e->session_id = r->s[i].id;
-		e->end_mono_ns = mono_ns();
-		e->reason = XTC_END_DAEMON_CRASHED;
-		e->complete = 0;
-		e->written = r->s[i].written;
-		e->dropped = r->s[i].dropped;
-		e->produced = e->written + e->dropped;
-		store_block_end(XTC_BLK_SESSION_END, 0, sizeof *e, NULL);
-		xlog("session %llu was left open by a crash: closed as incomplete",
-		     (unsigned long long)r->s[i].id);
-	}
-}
-
 /* ---------------------------------------------------------------------
  * Init and teardown
  */
@@ -1268,7 +702,7 @@ static void uring_init(void)
 
 int store_init(struct ev_loop *loop)
 {
-	struct recovery r = { 0 };
+	struct store_recovery *r;
 	uint64_t seq;
 
 	st.loop = loop;
@@ -1286,19 +720,19 @@ int store_init(struct ev_loop *loop)
 	}
 	uring_init();
 	worker_start();
-	seq = recover(&r);
-	evict_for(cfg.segment_bytes);
+	seq = store_recover(&r);
+	if (r == NULL)
+		return -1;
+	store_evict_for(cfg.segment_bytes);
 	if (segment_open(seq) < 0) {
-		free(r.s);
+		store_recover_free(r);
 		return -1;
 	}
-	evicted_block();
-	recovery_close_sessions(&r);
-	free(r.s);
+	store_evicted_block();
+	store_recover_close(r);
 	ev_timer_init(&st.check_w, check_cb, 1.0, 1.0);
 	ev_timer_start(loop, &st.check_w);
-	if (quota_configured())
-		attribute_existing();
+	store_quota_attribute();
 	store_flush();
 	if (cfg.sync == SYNC_PERIOD) {
 		ev_timer_init(&st.sync_w, sync_cb, cfg.sync_ms / 1000.0, cfg.sync_ms / 1000.0);
@@ -1309,11 +743,10 @@ int store_init(struct ev_loop *loop)
 
 void store_reconfigure(void)
 {
-	if (quota_configured())
-		attribute_existing();
+	store_quota_attribute();
 	/* A smaller budget takes effect now, not at the next rotation. */
-	evict_for(cfg.segment_bytes);
-	evicted_block();
+	store_evict_for(cfg.segment_bytes);
+	store_evicted_block();
 	store_flush();
 	ev_timer_stop(st.loop, &st.sync_w);
 	if (cfg.sync == SYNC_PERIOD) {
@@ -1351,10 +784,7 @@ void store_fini(int clean)
 	}
 	for (int i = 0; i < NBUF; i++)
 		free(st.bufs[i].data);
-	for (size_t i = 0; i < st.ndisk; i++)
-		free(st.disk[i].uids.v);
-	free(st.uids.v);
-	free(st.disk);
+	store_budget_fini();
 	if (st.dirfd >= 0)
 		close(st.dirfd);
 }

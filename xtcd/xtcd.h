@@ -6,7 +6,11 @@
  *   main.c     command line, init chain, signals, teardown
  *   server.c   the attach socket: accept, validate, map, hand over
  *   session.c  one attached producer: drain its rings, account, end
- *   store.c    segments on disk: blocks, io_uring/pwrite, rotation, budget
+ *   store.c    segments on disk: blocks, io_uring/pwrite, rotation, init
+ *   store_budget.c   the directory list, deletion under the budget, quota
+ *   store_recover.c  crash recovery: mend the newest segment, close the
+ *              sessions a killed xtcd left open (store_int.h: what the
+ *              three share)
  *   worker.c   a thread for fdatasync and for faulting rings in
  *   conf.c     the configuration file, its merge with the command line
  *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
@@ -66,7 +70,32 @@ void xlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int  parse_size(const char *s, uint64_t *out);
 const char *settings_text(void);
 
-/* store.c: a block is appended whole, or not at all. */
+/*
+ * store.c <-> session.c.  The store owns the segment files; session.c
+ * owns the rings.  They meet in four places:
+ *
+ *  - Blocks.  A session writes a block as store_block_begin(len), fill
+ *    the payload, store_block_end(type, flags, real_len, commit): nothing
+ *    else may call the store between the two.  begin may return NULL (every
+ *    write buffer busy, or a rotation needing two free ones): the session
+ *    leaves its records in the ring and tries again at the next drain.  A
+ *    block is appended whole, or not at all.
+ *  - Commit after write.  An EVENTS or quota DROP block carries a struct
+ *    commit: the ring tail to publish once the block is on disk.  The
+ *    store calls session_commit(c, ok) for each, in order, when the
+ *    buffer holding it was written (ok) or failed (its records are then
+ *    counted as lost); only then does session.c move the producer-visible
+ *    tail, so a killed xtcd loses nothing still in a ring.  A session
+ *    must therefore live until its last commit came back.
+ *  - Restatement at rotation.  Every segment must be readable alone, so
+ *    when the store opens a new segment (rotation, or a dead one created
+ *    again) it calls session_restate_all() inside the rotation (begin
+ *    then never rotates again): each live session writes its
+ *    SESSION_START again, flagged as a restatement.
+ *  - The quota.  Before an EVENTS block the session asks
+ *    store_quota_blocked(uid); when it is, the records are dropped with
+ *    cause quota instead (and that DROP commits the tail).
+ */
 struct commit {
 	uint64_t session_id;
 	uint32_t ring;
@@ -87,8 +116,6 @@ void *store_block_begin(uint32_t len);
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c);
 /* Write out whatever is buffered. */
 void store_flush(void);
-/* Whether every buffered block has been written. */
-int  store_idle(void);
 /* Wait for the write in flight to finish (frees a buffer); -1 if none. */
 int  store_wait_write(void);
 uint64_t store_next_session_id(void);

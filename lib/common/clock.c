@@ -3,9 +3,11 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/common/clock.h"
 
@@ -114,4 +116,33 @@ uint64_t clock_to_ns(uint64_t ts, const struct clock_anchor *a, uint64_t hz)
 	}
 	d = (unsigned __int128)(a->ts - ts) * 1000000000u / hz;
 	return d > a->mono_ns ? 0 : a->mono_ns - (uint64_t)d;
+}
+
+/* 16 bytes from the hex digits of a boot id text. */
+void clock_boot_id_parse(const char *text, size_t len, uint8_t out[16])
+{
+	int k = 0;
+
+	memset(out, 0, 16);
+	for (size_t i = 0; i < len && k < 32; i++) {
+		char c = text[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+
+		if (v < 0)
+			continue;
+		out[k / 2] |= (uint8_t)(k % 2 ? v : v << 4);
+		k++;
+	}
+}
+
+/* The kernel's boot id as 16 bytes (zeros if unreadable). */
+void clock_boot_id(uint8_t out[16])
+{
+	char text[64];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof text) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	clock_boot_id_parse(text, n > 0 ? (size_t)n : 0, out);
 }

@@ -11,6 +11,7 @@
 #ifndef XTC_LIB_CLOCK_H
 #define XTC_LIB_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -75,5 +76,14 @@ void clock_anchor_take(struct clock_anchor *a);
 
 /* Convert tick `ts` to CLOCK_MONOTONIC ns using anchor `a` and rate hz. */
 uint64_t clock_to_ns(uint64_t ts, const struct clock_anchor *a, uint64_t hz);
+
+/* The boot whose CLOCK_MONOTONIC the timestamps count, as the 16 bytes of
+ * /proc/sys/kernel/random/boot_id (zeros when it cannot be read).  The
+ * recorder puts it in its shm header and xtcd in every segment header. */
+void clock_boot_id(uint8_t out[16]);
+
+/* The first 32 hex digits of text[0..len) as 16 bytes, skipping anything
+ * else (the dashes of "6f0c1e4a-..."); missing digits read as zero. */
+void clock_boot_id_parse(const char *text, size_t len, uint8_t out[16]);
 
 #endif /* XTC_LIB_CLOCK_H */

@@ -1,7 +1,7 @@
 /*
  * lib/common/trace_enc.c - the XTCL v3 and dial9 encoders over an array of
- * records (see trace_enc.h).  Moved here from lib/dump.c so that xtcd
- * --export writes exactly what xtc_tail_dump and xtc_tail_dump_dial9 do.
+ * records (see trace_enc.h).  One encoder for both sides, so xtcd --export
+ * writes exactly what xtc_tail_dump and xtc_tail_dump_dial9 do.
  *
  * Every multi-byte value is written as explicit little-endian bytes, never
  * as a struct image, so the output is the same whatever the host's

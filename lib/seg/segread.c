@@ -12,9 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -295,8 +293,8 @@ struct segread {
 };
 
 /* Pass a problem to the callback and count it. */
-static void report(struct segread *r, enum segread_problem_kind kind, off_t offset,
-                   off_t bytes, int err, const char *why)
+static void tell_problem(struct segread *r, enum segread_problem_kind kind, off_t offset,
+                         off_t bytes, int err, const char *why)
 {
 	struct segread_problem p = {
 		.kind = kind, .seq = r->seq, .path = r->path, .offset = offset,
@@ -313,10 +311,10 @@ static void report(struct segread *r, enum segread_problem_kind kind, off_t offs
 		r->problem(&p, r->user);
 }
 
-/* Report a block whose contents do not match its type; 0 (go on). */
+/* Tell a block whose contents do not match its type; 0 (go on). */
 static int bad_payload(struct segread *r, off_t off, const char *why)
 {
-	report(r, SEGREAD_BAD_PAYLOAD, off, 0, 0, why);
+	tell_problem(r, SEGREAD_BAD_PAYLOAD, off, 0, 0, why);
 	return 0;
 }
 
@@ -588,7 +586,7 @@ static int open_segment(struct segread *r, uint64_t seq)
 	r->seq = seq;
 	n = seg_path(r->path, sizeof(r->path), r->dir, seq);
 	if (n < 0 || (size_t)n >= sizeof(r->path)) {
-		report(r, SEGREAD_IO_ERROR, 0, 0, -ENAMETOOLONG, "path too long");
+		tell_problem(r, SEGREAD_IO_ERROR, 0, 0, -ENAMETOOLONG, "path too long");
 		return -ENAMETOOLONG;
 	}
 	/* O_NONBLOCK: a FIFO planted under a segment name must not hang us */
@@ -596,13 +594,13 @@ static int open_segment(struct segread *r, uint64_t seq)
 	if (fd < 0) {
 		int err = -errno;
 
-		report(r, err == -ENOENT ? SEGREAD_VANISHED : SEGREAD_IO_ERROR, 0, 0, err,
-		       err == -ENOENT ? "deleted before it could be read" : "cannot open");
+		tell_problem(r, err == -ENOENT ? SEGREAD_VANISHED : SEGREAD_IO_ERROR, 0, 0, err,
+		             err == -ENOENT ? "deleted before it could be read" : "cannot open");
 		return err;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		report(r, SEGREAD_BAD_FILE_HEADER, 0, 0, -EBADMSG, "not a regular file");
+		tell_problem(r, SEGREAD_BAD_FILE_HEADER, 0, 0, -EBADMSG, "not a regular file");
 		return -EBADMSG;
 	}
 	return fd;
@@ -624,18 +622,18 @@ static int read_header(struct segread *r, int fd, enum segread_tail tail)
 	if (st.st_size < FILE_HDR) {
 		if (st.st_size == 0 || tail == SEGREAD_TAIL_QUIET)
 			return 1;
-		report(r, tail == SEGREAD_TAIL_TORN ? SEGREAD_TORN_TAIL : SEGREAD_BAD_FILE_HEADER,
-		       0, st.st_size, 0, "file shorter than its header");
+		tell_problem(r, tail == SEGREAD_TAIL_TORN ? SEGREAD_TORN_TAIL : SEGREAD_BAD_FILE_HEADER,
+		             0, st.st_size, 0, "file shorter than its header");
 		return 1;
 	}
 	n = pread_full(fd, &r->hdr, sizeof(r->hdr), 0);
 	if (n < 0) {
-		report(r, SEGREAD_IO_ERROR, 0, st.st_size, (int)n, "cannot read the header");
+		tell_problem(r, SEGREAD_IO_ERROR, 0, st.st_size, (int)n, "cannot read the header");
 		return (int)n;
 	}
 	if ((size_t)n < sizeof(r->hdr) || seg_file_hdr_check(&r->hdr) < 0) {
-		report(r, SEGREAD_BAD_FILE_HEADER, 0, st.st_size, -EBADMSG,
-		       "bad file header (not an xtc segment, or another format version)");
+		tell_problem(r, SEGREAD_BAD_FILE_HEADER, 0, st.st_size, -EBADMSG,
+		             "bad file header (not an xtc segment, or another format version)");
 		return -EBADMSG;
 	}
 	return 0;
@@ -672,16 +670,16 @@ static const char *stop_why(enum segread_stop stop)
 	}
 }
 
-/* Report the bytes after the last valid block, per the tail mode. */
-static void report_tail(struct segread *r, const struct segread_span *sp,
-                        enum segread_tail tail)
+/* Tell the bytes after the last valid block as a problem, per the tail mode. */
+static void tell_tail(struct segread *r, const struct segread_span *sp,
+                      enum segread_tail tail)
 {
 	const char *why = stop_why(sp->stop);
 
 	if (!why || tail == SEGREAD_TAIL_QUIET)
 		return;
-	report(r, tail == SEGREAD_TAIL_TORN ? SEGREAD_TORN_TAIL : SEGREAD_CORRUPT_TAIL,
-	       sp->next, sp->file_size > sp->next ? sp->file_size - sp->next : 0, 0, why);
+	tell_problem(r, tail == SEGREAD_TAIL_TORN ? SEGREAD_TORN_TAIL : SEGREAD_CORRUPT_TAIL,
+	             sp->next, sp->file_size > sp->next ? sp->file_size - sp->next : 0, 0, why);
 }
 
 /* Header, SEGMENT_BEGIN when starting, then the blocks of the open fd. */
@@ -705,12 +703,12 @@ static int read_segment_fd(struct segread *r, int fd, off_t from, enum segread_t
 	if (ret == -ENOMEM)
 		return r->fatal = ret;
 	if (ret < 0) {
-		report(r, SEGREAD_IO_ERROR, sp->next, sp->file_size - sp->next, ret, "read error");
+		tell_problem(r, SEGREAD_IO_ERROR, sp->next, sp->file_size - sp->next, ret, "read error");
 		return ret;
 	}
 	if (sp->stop == SEGREAD_STOPPED)
 		return sp->fn_ret;
-	report_tail(r, sp, tail);
+	tell_tail(r, sp, tail);
 	return 0;
 }
 
@@ -772,64 +770,6 @@ const struct segread_session *segread_session_find(const struct segread *r, uint
 const char *segread_dir(const struct segread *r)
 {
 	return r->dir;
-}
-
-/* ---- names ---- */
-
-static const char *const kind_names[] = {
-	"SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM",
-	"LOOP_POLL", "PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL",
-	"LIFECYCLE_DROP",
-};
-
-static const char *const end_reason_names[] = {
-	NULL, "detached", "producer_died", "daemon_shutdown", "corrupt", "io_error",
-	"daemon_crashed",
-};
-
-static const char *const drop_cause_names[] = {
-	NULL, "ring_full", "overwritten", NULL, "no_free_ring", "quota",
-};
-
-static const char *const corrupt_reason_names[] = {
-	NULL, "head_backwards", "head_jumped", "dropped_backwards",
-};
-
-/* names[v] when it exists, else "<prefix><v>" formatted in buf. */
-static const char *name_of(const char *const *names, size_t count, uint32_t v,
-                           const char *prefix, char *buf, size_t len)
-{
-	if (v < count && names[v])
-		return names[v];
-	snprintf(buf, len, "%s%" PRIu32, prefix, v);
-	return buf;
-}
-
-#define NAME_OF(tab, v, prefix, buf, len) \
-	name_of(tab, sizeof(tab) / sizeof(tab[0]), v, prefix, buf, len)
-
-/* An event kind's name. */
-const char *segread_kind_name(uint32_t kind, char *buf, size_t len)
-{
-	return NAME_OF(kind_names, kind, "KIND_", buf, len);
-}
-
-/* A SESSION_END reason's name. */
-const char *segread_end_reason_name(uint32_t reason, char *buf, size_t len)
-{
-	return NAME_OF(end_reason_names, reason, "reason_", buf, len);
-}
-
-/* A DROP cause's name. */
-const char *segread_drop_cause_name(uint32_t cause, char *buf, size_t len)
-{
-	return NAME_OF(drop_cause_names, cause, "cause_", buf, len);
-}
-
-/* A CORRUPT block's reason's name. */
-const char *segread_corrupt_reason_name(uint32_t reason, char *buf, size_t len)
-{
-	return NAME_OF(corrupt_reason_names, reason, "reason_", buf, len);
 }
 
 /* Read and check the file header; 1 valid, 0 missing or bad, -errno. */

@@ -207,20 +207,6 @@ uint64_t segread_wall(const struct segread_session *s, uint64_t mono_ns);
 /* The directory being read. */
 const char *segread_dir(const struct segread *r);
 
-/* ---- names ---- */
-
-/* "WAKE", ... or "KIND_<n>" (formatted in buf) for an unknown kind. */
-const char *segread_kind_name(uint32_t kind, char *buf, size_t len);
-
-/* "detached", ... or "reason_<n>" (in buf). */
-const char *segread_end_reason_name(uint32_t reason, char *buf, size_t len);
-
-/* "ring_full", "overwritten", "no_free_ring" or "cause_<n>" (in buf). */
-const char *segread_drop_cause_name(uint32_t cause, char *buf, size_t len);
-
-/* "head_backwards", "head_jumped", "dropped_backwards" or "reason_<n>". */
-const char *segread_corrupt_reason_name(uint32_t reason, char *buf, size_t len);
-
 /* What a scan of one segment file found. */
 struct seg_scan {
 	off_t    valid_end;     /* bytes from 0 that hold whole, valid blocks */

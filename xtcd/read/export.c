@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "xtcd/read/print.h"
+#include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 #include "lib/common/trace_enc.h"
 
@@ -552,7 +553,7 @@ static void chrome_event(struct export *x, const struct segread_item *it)
 			slice_close(x, t, it->real_ns, r->kind == XTC_TAIL_PARK ? "PARK" : "EXIT");
 		break;
 	}
-	kn = segread_kind_name(r->kind, kbuf, sizeof(kbuf));
+	kn = segname_kind(r->kind, kbuf, sizeof(kbuf));
 	print_detail(det, sizeof(det), r->kind, r->detail);
 	ev_begin(x, kn, strlen(kn), 'i');
 	fputs(",\"s\":\"t\"", x->out);
@@ -593,9 +594,9 @@ static void chrome_drop(struct export *x, const struct segread_item *it)
 {
 	const struct xtc_seg_drop *d = &it->u.drop;
 	uint32_t pid = proc_pid(x, d->session_id, it->session);
-	/* ring 0xFFFFFFFF: a thread that found no free ring; no track */
+	/* XTC_SEG_RING_NONE: a thread that found no free ring; no track */
 	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id
-	             : d->ring != UINT32_MAX ? TID_NO_LOOP + d->ring : pid;
+	             : d->ring != XTC_SEG_RING_NONE ? TID_NO_LOOP + d->ring : pid;
 	struct track *t = track_find(x, d->session_id, tid);
 	char name[96], cbuf[24];
 	const char *cause;
@@ -607,12 +608,12 @@ static void chrome_drop(struct export *x, const struct segread_item *it)
 		slice_close(x, t, t->last_real, "DROP");
 	if (it->session && d->to_ts_ns >= d->from_ts_ns && d->from_ts_ns)
 		win = d->to_ts_ns - d->from_ts_ns;
-	cause = segread_drop_cause_name(d->cause, cbuf, sizeof(cbuf));
+	cause = segname_drop_cause(d->cause, cbuf, sizeof(cbuf));
 	snprintf(name, sizeof(name), "DROP %" PRIu64 " records (%s)", d->count, cause);
 	marker_begin(x, name, it->real_ns, pid, tid);
 	fprintf(x->out, ",\"args\":{\"count\":%" PRIu64 ",\"cause\":\"%s\",\"ring\":%" PRIu32
-	        ",\"loop\":%" PRId64 ",\"window_us\":", d->count, cause, d->ring,
-	        d->loop_id == LOOP_NONE ? (int64_t)-1 : (int64_t)d->loop_id);
+	        ",\"loop\":%lld,\"window_us\":", d->count, cause, d->ring,
+	        print_loop_json(d->loop_id));
 	put_us(x->out, win);
 	fputs("}}", x->out);
 }
@@ -641,7 +642,7 @@ static void chrome_session(struct export *x, const struct segread_item *it)
 	if (!(pid = proc_pid(x, id, it->session)))
 		return;
 	slices_close_all(x, id, it->real_ns, "session end");
-	reason = segread_end_reason_name(it->u.end.reason, rbuf, sizeof(rbuf));
+	reason = segname_end_reason(it->u.end.reason, rbuf, sizeof(rbuf));
 	snprintf(name, sizeof(name), "SESSION END %s, %s", reason,
 	         it->u.end.complete ? "complete" : "INCOMPLETE");
 	marker_begin(x, name, it->real_ns, pid, pid);
@@ -661,7 +662,7 @@ static void chrome_corrupt(struct export *x, const struct segread_item *it)
 
 	if (!pid)
 		return;
-	reason = segread_corrupt_reason_name(c->reason, rbuf, sizeof(rbuf));
+	reason = segname_corrupt_reason(c->reason, rbuf, sizeof(rbuf));
 	snprintf(name, sizeof(name), "CORRUPT ring %" PRIu32 " (%s): no longer recorded", c->ring,
 	         reason);
 	marker_begin(x, name, x->last_real ? x->last_real : x->seg_real, pid, pid);

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "lib/seg/segname.h"
 #include "xtcd/read/filter.h"
 
 #define NS_PER_S 1000000000ull
@@ -43,7 +44,7 @@ static int kind_of(const char *name, size_t len)
 	uint64_t v;
 
 	for (uint32_t k = 0; k < FILTER_MAX_KINDS; k++) {
-		const char *kn = segread_kind_name(k, buf, sizeof(buf));
+		const char *kn = segname_kind(k, buf, sizeof(buf));
 
 		if (strncmp(kn, "KIND_", 5) == 0)
 			break;  /* past the named kinds */
@@ -67,7 +68,7 @@ static void kind_list(char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (uint32_t k = 0; k < FILTER_MAX_KINDS && o < len; k++) {
-		const char *kn = segread_kind_name(k, kb, sizeof(kb));
+		const char *kn = segname_kind(k, kb, sizeof(kb));
 
 		if (strncmp(kn, "KIND_", 5) == 0)
 			break;

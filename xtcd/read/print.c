@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
 
 #define TIME_WIDTH 26 /* "YYYY-MM-DD HH:MM:SS.uuuuuu" */
@@ -27,22 +28,50 @@ void print_init(struct printer *f, FILE *out, int json)
 	f->json = json;
 }
 
+/* "YYYY-MM-DD HH:MM:SS" (local time) of second sec, or "@<sec>" when the
+ * C library cannot say. */
+static void wall_seconds(char *buf, size_t len, time_t sec)
+{
+	struct tm tm;
+
+	if (!localtime_r(&sec, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "@%lld", (long long)sec);
+}
+
 /* Local wall-clock time of real_ns, to the microsecond. */
+const char *print_wall(char *buf, size_t len, uint64_t real_ns)
+{
+	char day[40];
+
+	wall_seconds(day, sizeof(day), (time_t)(real_ns / 1000000000u));
+	snprintf(buf, len, "%s.%06u", day, (unsigned)(real_ns % 1000000000u / 1000u));
+	return buf;
+}
+
+/* The time of day part of print_wall(). */
+const char *print_wall_clock(char *buf, size_t len, uint64_t real_ns)
+{
+	char full[64];
+	const char *sp;
+
+	print_wall(full, sizeof(full), real_ns);
+	sp = strchr(full, ' ');
+	snprintf(buf, len, "%s", sp ? sp + 1 : full);
+	return buf;
+}
+
+/* print_wall(), formatting each second once: --cat prints many lines a
+ * second. */
 const char *print_time(struct printer *f, uint64_t real_ns, char *buf, size_t len)
 {
 	time_t sec = (time_t)(real_ns / 1000000000u);
-	unsigned us = (unsigned)(real_ns % 1000000000u / 1000u);
 
 	if (!f->tvalid || f->tsec != sec) {
-		struct tm tm;
-
-		if (!localtime_r(&sec, &tm) ||
-		    !strftime(f->tbuf, sizeof(f->tbuf), "%Y-%m-%d %H:%M:%S", &tm))
-			snprintf(f->tbuf, sizeof(f->tbuf), "@%" PRIu64, real_ns / 1000000000u);
+		wall_seconds(f->tbuf, sizeof(f->tbuf), sec);
 		f->tsec = sec;
 		f->tvalid = 1;
 	}
-	snprintf(buf, len, "%s.%06u", f->tbuf, us);
+	snprintf(buf, len, "%s.%06u", f->tbuf, (unsigned)(real_ns % 1000000000u / 1000u));
 	return buf;
 }
 
@@ -131,19 +160,18 @@ void print_errno_name(char *buf, size_t len, int err)
 		snprintf(buf, len, "-%d", err);
 }
 
-/* SUBMIT_FAIL's detail: -errno (stored negated or plain) or a short submit. */
+/* SUBMIT_FAIL's detail: "-EAGAIN", "short submit: 3 left" or "err=0". */
 static void submit_fail_detail(char *buf, size_t len, uint64_t d)
 {
-	int64_t s = (int64_t)d;
+	uint64_t left;
+	int err;
 
-	if (d == 0)
+	if (segname_submit_fail(d, &err, &left))
+		snprintf(buf, len, "short submit: %" PRIu64 " left", left);
+	else if (err == 0)
 		snprintf(buf, len, "err=0");
-	else if (s < 0 && s > -(int64_t)XTC_TAIL_SHORT_SUBMIT_BASE)
-		print_errno_name(buf, len, (int)-s);
-	else if (d < XTC_TAIL_SHORT_SUBMIT_BASE)
-		print_errno_name(buf, len, (int)d);
 	else
-		snprintf(buf, len, "short submit: %" PRIu64 " left", d - XTC_TAIL_SHORT_SUBMIT_BASE);
+		print_errno_name(buf, len, err);
 }
 
 /* A kind's detail as text. */
@@ -177,7 +205,7 @@ void print_detail(char *buf, size_t len, uint32_t kind, uint64_t d)
 }
 
 /* A loop id, "-" for XTC_TAIL_LOOP_NONE. */
-static const char *loop_str(char *buf, size_t len, uint32_t loop_id)
+const char *print_loop(char *buf, size_t len, uint32_t loop_id)
 {
 	if (loop_id == XTC_TAIL_LOOP_NONE)
 		snprintf(buf, len, "-");
@@ -186,7 +214,41 @@ static const char *loop_str(char *buf, size_t len, uint32_t loop_id)
 	return buf;
 }
 
-/* A duration, three significant decimals: "850ns", "1.250ms", "2m05s". */
+/* A loop id in JSON: the id, or -1 for XTC_TAIL_LOOP_NONE. */
+long long print_loop_json(uint32_t loop_id)
+{
+	return loop_id == XTC_TAIL_LOOP_NONE ? -1 : (long long)loop_id;
+}
+
+/* A proc as "loop.local.gen", its loop "-" for none. */
+const char *print_pid(char *buf, size_t len, const xtc_pid_t *pid)
+{
+	char l[16];
+
+	snprintf(buf, len, "%s.%" PRIu32 ".%" PRIu64, print_loop(l, sizeof(l), pid->loop_id),
+	         pid->local_id, pid->gen);
+	return buf;
+}
+
+/* A byte count: "812B", "63.9K", "212.0M", "1.02G", "3.50T" (powers of
+ * 1024). */
+const char *print_bytes(char *buf, size_t len, uint64_t n)
+{
+	if (n < 1024)
+		snprintf(buf, len, "%" PRIu64 "B", n);
+	else if (n < (1u << 20))
+		snprintf(buf, len, "%.1fK", (double)n / 1024.0);
+	else if (n < (1u << 30))
+		snprintf(buf, len, "%.1fM", (double)n / 1048576.0);
+	else if (n < (1ULL << 40))
+		snprintf(buf, len, "%.2fG", (double)n / 1073741824.0);
+	else
+		snprintf(buf, len, "%.2fT", (double)n / 1099511627776.0);
+	return buf;
+}
+
+/* A duration, three decimals below a minute: "850ns", "1.250ms", "2m05s",
+ * "3h07m", "2d04h". */
 const char *print_duration(char *buf, size_t len, uint64_t ns)
 {
 	if (ns < 1000u)
@@ -201,9 +263,12 @@ const char *print_duration(char *buf, size_t len, uint64_t ns)
 	else if (ns < 3600 * 1000000000ull)
 		snprintf(buf, len, "%" PRIu64 "m%02us", ns / UINT64_C(60000000000),
 		         (unsigned)(ns / 1000000000u % 60));
-	else
+	else if (ns < 86400 * 1000000000ull)
 		snprintf(buf, len, "%" PRIu64 "h%02um", ns / UINT64_C(3600000000000),
 		         (unsigned)(ns / 60000000000ull % 60));
+	else
+		snprintf(buf, len, "%" PRIu64 "d%02uh", ns / UINT64_C(86400000000000),
+		         (unsigned)(ns / 3600000000000ull % 24));
 	return buf;
 }
 
@@ -213,14 +278,13 @@ const char *print_duration(char *buf, size_t len, uint64_t ns)
 static void fmt_event_text(struct printer *f, const struct segread_item *it)
 {
 	const xtc_tail_rec_t *r = &it->u.event.rec;
-	char t[48], loop[16], pl[16], kbuf[24], pid[64], det[64];
+	char t[48], loop[16], kbuf[24], pid[64], det[64];
 
-	snprintf(pid, sizeof(pid), "%s.%" PRIu32 ".%" PRIu64,
-	         loop_str(pl, sizeof(pl), r->pid.loop_id), r->pid.local_id, r->pid.gen);
+	print_pid(pid, sizeof(pid), &r->pid);
 	print_detail(det, sizeof(det), r->kind, r->detail);
 	fprintf(f->out, "%s s%-4" PRIu64 " L%-5s %-14s %-*s%s%s\n", time_col(f, it, t, sizeof(t)),
-	        it->u.event.session_id, loop_str(loop, sizeof(loop), it->u.event.loop_id),
-	        segread_kind_name(r->kind, kbuf, sizeof(kbuf)), det[0] ? 16 : 0, pid,
+	        it->u.event.session_id, print_loop(loop, sizeof(loop), it->u.event.loop_id),
+	        segname_kind(r->kind, kbuf, sizeof(kbuf)), det[0] ? 16 : 0, pid,
 	        det[0] ? " " : "", det);
 }
 
@@ -236,8 +300,8 @@ static void fmt_drop_text(struct printer *f, const struct segread_item *it)
 		snprintf(win, sizeof(win), "?");
 	fprintf(f->out, "%s s%-4" PRIu64 " L%-5s ----- DROP count=%" PRIu64 " ring=%" PRIu32
 	        " cause=%s window=%s\n", time_col(f, it, t, sizeof(t)), d->session_id,
-	        loop_str(loop, sizeof(loop), d->loop_id), d->count, d->ring,
-	        segread_drop_cause_name(d->cause, cause, sizeof(cause)), win);
+	        print_loop(loop, sizeof(loop), d->loop_id), d->count, d->ring,
+	        segname_drop_cause(d->cause, cause, sizeof(cause)), win);
 }
 
 /* A SESSION START line. */
@@ -265,7 +329,7 @@ static void fmt_end_text(struct printer *f, const struct segread_item *it)
 	fprintf(f->out, "%s ===== SESSION %" PRIu64 " END reason=%s produced=%" PRIu64
 	        " written=%" PRIu64 " dropped=%" PRIu64 " lost=%" PRIu64 " complete=%s\n",
 	        time_col(f, it, t, sizeof(t)), e->session_id,
-	        segread_end_reason_name(e->reason, reason, sizeof(reason)), e->produced,
+	        segname_end_reason(e->reason, reason, sizeof(reason)), e->produced,
 	        e->written, e->dropped, e->lost, e->complete ? "yes" : "no");
 }
 
@@ -311,7 +375,7 @@ static void fmt_corrupt_text(struct printer *f, const struct segread_item *it)
 	fprintf(f->out, "%s s%-4" PRIu64 " ----- CORRUPT ring=%" PRIu32 " reason=%s head=%" PRIu64
 	        " tail=%" PRIu64 " (no longer drained)\n", time_col(f, it, t, sizeof(t)),
 	        c->session_id, c->ring,
-	        segread_corrupt_reason_name(c->reason, reason, sizeof(reason)), c->head, c->tail);
+	        segname_corrupt_reason(c->reason, reason, sizeof(reason)), c->head, c->tail);
 }
 
 /* ---- JSON ---- */
@@ -326,7 +390,7 @@ static void fmt_event_json(struct printer *f, const struct segread_item *it)
 	        ",\"source\":%" PRIu32 ",\"kind\":\"%s\",\"loop_id\":%" PRIu32
 	        ",\"local_id\":%" PRIu32 ",\"gen\":%" PRIu64 ",\"detail\":%" PRIu64 "}\n",
 	        it->u.event.session_id, r->ts_ns, r->source,
-	        segread_kind_name(r->kind, kbuf, sizeof(kbuf)), r->pid.loop_id, r->pid.local_id,
+	        segname_kind(r->kind, kbuf, sizeof(kbuf)), r->pid.loop_id, r->pid.local_id,
 	        r->pid.gen, r->detail);
 }
 
@@ -340,7 +404,7 @@ static void fmt_drop_json(struct printer *f, const struct segread_item *it)
 	        ",\"ring\":%" PRIu32 ",\"count\":%" PRIu64 ",\"from_ts_ns\":%" PRIu64
 	        ",\"to_ts_ns\":%" PRIu64 ",\"cause\":\"%s\"}\n", d->session_id, d->loop_id,
 	        d->ring, d->count, d->from_ts_ns, d->to_ts_ns,
-	        segread_drop_cause_name(d->cause, cause, sizeof(cause)));
+	        segname_drop_cause(d->cause, cause, sizeof(cause)));
 }
 
 /* A session_start object. */
@@ -374,7 +438,7 @@ static void fmt_end_json(struct printer *f, const struct segread_item *it)
 	fprintf(f->out, "{\"type\":\"session_end\",\"session\":%" PRIu64 ",\"reason\":\"%s\""
 	        ",\"produced\":%" PRIu64 ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 	        ",\"lost\":%" PRIu64 ",\"complete\":%s,\"end_ts_ns\":%" PRIu64 "}\n",
-	        e->session_id, segread_end_reason_name(e->reason, reason, sizeof(reason)),
+	        e->session_id, segname_end_reason(e->reason, reason, sizeof(reason)),
 	        e->produced, e->written, e->dropped, e->lost, e->complete ? "true" : "false",
 	        e->end_mono_ns);
 }
@@ -408,7 +472,7 @@ static void fmt_corrupt_json(struct printer *f, const struct segread_item *it)
 
 	fprintf(f->out, "{\"type\":\"corrupt\",\"session\":%" PRIu64 ",\"ring\":%" PRIu32
 	        ",\"reason\":\"%s\",\"head\":%" PRIu64 ",\"tail\":%" PRIu64 "}\n", c->session_id,
-	        c->ring, segread_corrupt_reason_name(c->reason, reason, sizeof(reason)), c->head,
+	        c->ring, segname_corrupt_reason(c->reason, reason, sizeof(reason)), c->head,
 	        c->tail);
 }
 

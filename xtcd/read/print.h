@@ -57,7 +57,26 @@ void print_detail(char *buf, size_t len, uint32_t kind, uint64_t detail);
 /* "-EAGAIN" for errno 11 (or "-11" for one glibc cannot name). */
 void print_errno_name(char *buf, size_t len, int err);
 
-/* A duration in ns as "850ns", "1.250ms", "12.500s", "2m05s", "3h07m". */
+/* ---- values as text: every mode, the report and --status use these ---- */
+
+/* Wall-clock real_ns in local time: "YYYY-MM-DD HH:MM:SS.uuuuuu" (buf >=
+ * 48 bytes), and its time of day "HH:MM:SS.uuuuuu".  print_time() is the
+ * same, for a printer. */
+const char *print_wall(char *buf, size_t len, uint64_t real_ns);
+const char *print_wall_clock(char *buf, size_t len, uint64_t real_ns);
+
+/* A duration in ns as "850ns", "1.250ms", "12.500s", "2m05s", "3h07m",
+ * "2d04h". */
 const char *print_duration(char *buf, size_t len, uint64_t ns);
+
+/* A loop id, "-" for XTC_TAIL_LOOP_NONE; in JSON the id or -1. */
+const char *print_loop(char *buf, size_t len, uint32_t loop_id);
+long long print_loop_json(uint32_t loop_id);
+
+/* A proc as "loop.local.gen" (buf >= 48 bytes). */
+const char *print_pid(char *buf, size_t len, const xtc_pid_t *pid);
+
+/* A byte count in powers of 1024: "812B", "63.9K", "212.0M", "1.02G". */
+const char *print_bytes(char *buf, size_t len, uint64_t n);
 
 #endif /* XTCD_READ_PRINT_H */

@@ -38,12 +38,13 @@
 
 #include "lib/seg/seg.h"
 #include "xtcd/read/print.h"
+#include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 
 #include "xtcd/read/view.h"
 #include "xtcd/read/read.h"
 
-#define NKINDS 15   /* SPAWN .. LIFECYCLE_DROP; later kinds count as "other" */
+#define NKINDS SEGNAME_NKINDS /* named kinds; later kinds count as "other" */
 
 struct loop_stats {
 	uint32_t loop;
@@ -301,28 +302,6 @@ static int loop_cmp(const void *a, const void *b)
 	return x->loop < y->loop ? -1 : x->loop > y->loop;
 }
 
-/* A loop id, "-" for none. */
-static const char *loop_name(char *buf, size_t len, uint32_t loop)
-{
-	if (loop == XTC_TAIL_LOOP_NONE)
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%" PRIu32, loop);
-	return buf;
-}
-
-/* "812 KiB", "63.9 MiB", "1.0 GiB". */
-static const char *human_bytes(char *buf, size_t len, uint64_t n)
-{
-	if (n < (1u << 20))
-		snprintf(buf, len, "%.0f KiB", (double)n / 1024.0);
-	else if (n < (1u << 30))
-		snprintf(buf, len, "%.1f MiB", (double)n / (1024.0 * 1024.0));
-	else
-		snprintf(buf, len, "%.1f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
-	return buf;
-}
-
 /* The heading: the directory, its segments and time span. */
 static void text_heading(struct stats *st, const char *dir)
 {
@@ -336,7 +315,7 @@ static void text_heading(struct stats *st, const char *dir)
 	        st->n == 1 ? "" : "s", segs, segs == 1 ? "" : "s");
 	if (segs)
 		fprintf(st->out, " (%06" PRIu64 "..%06" PRIu64 ", %s)", first, last,
-		        human_bytes(a, sizeof(a), bytes));
+		        print_bytes(a, sizeof(a), bytes));
 	if (st->first_real)
 		fprintf(st->out, ", %s .. %s", print_time(&f, st->first_real, a, sizeof(a)),
 		        print_time(&f, st->last_real, b, sizeof(b)));
@@ -365,7 +344,7 @@ static void text_sessions(struct stats *st)
 		        "  %-16s %s\n", e->id, e->have_start ? e->start.pid : 0, comm,
 		        e->have_start ? print_time(&f, e->start_real, t, sizeof(t)) : "?",
 		        print_duration(d, sizeof(d), sess_duration(e)), e->events, e->dropped,
-		        e->ended ? segread_end_reason_name(e->end.reason, reason, sizeof(reason)) : "-",
+		        e->ended ? segname_end_reason(e->end.reason, reason, sizeof(reason)) : "-",
 		        completeness(e));
 	}
 }
@@ -398,7 +377,7 @@ static void text_session_detail(struct stats *st, struct sess_stats *e)
 	for (uint32_t k = 0; k <= NKINDS; k++) {
 		if (!e->kinds[k])
 			continue;
-		fprintf(st->out, " %s %" PRIu64, k < NKINDS ? segread_kind_name(k, kb, sizeof(kb))
+		fprintf(st->out, " %s %" PRIu64, k < NKINDS ? segname_kind(k, kb, sizeof(kb))
 		                                          : "other", e->kinds[k]);
 		any = 1;
 	}
@@ -407,7 +386,7 @@ static void text_session_detail(struct stats *st, struct sess_stats *e)
 	fprintf(st->out, "  %6s %12s %8s %10s\n", "LOOP", "EVENTS", "DROPS", "DROPPED");
 	for (size_t i = 0; i < e->nloops; i++)
 		fprintf(st->out, "  %6s %12" PRIu64 " %8" PRIu64 " %10" PRIu64 "\n",
-		        loop_name(lb, sizeof(lb), e->loops[i].loop), e->loops[i].events,
+		        print_loop(lb, sizeof(lb), e->loops[i].loop), e->loops[i].events,
 		        e->loops[i].drops, e->loops[i].dropped);
 }
 
@@ -441,13 +420,13 @@ static void json_out(struct stats *st, const char *dir)
 			if (!e->kinds[k])
 				continue;
 			fprintf(st->out, "%s\"%s\":%" PRIu64, sep++ ? "," : "",
-			        k < NKINDS ? segread_kind_name(k, kb, sizeof(kb)) : "other", e->kinds[k]);
+			        k < NKINDS ? segname_kind(k, kb, sizeof(kb)) : "other", e->kinds[k]);
 		}
 		fputs("},\"end\":", st->out);
 		if (e->ended)
 			fprintf(st->out, "{\"reason\":\"%s\",\"complete\":%s,\"produced\":%" PRIu64
 			        ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64 "}",
-			        segread_end_reason_name(e->end.reason, reason, sizeof(reason)),
+			        segname_end_reason(e->end.reason, reason, sizeof(reason)),
 			        e->end.complete ? "true" : "false", e->end.produced, e->end.written,
 			        e->end.dropped, e->end.lost);
 		else
@@ -455,11 +434,9 @@ static void json_out(struct stats *st, const char *dir)
 		fputs(",\"loops\":[", st->out);
 		qsort(e->loops, e->nloops, sizeof(e->loops[0]), loop_cmp);
 		for (size_t l = 0; l < e->nloops; l++)
-			fprintf(st->out, "%s{\"loop\":%" PRId64 ",\"events\":%" PRIu64 ",\"drops\":%" PRIu64
+			fprintf(st->out, "%s{\"loop\":%lld,\"events\":%" PRIu64 ",\"drops\":%" PRIu64
 			        ",\"dropped_records\":%" PRIu64 "}", l ? "," : "",
-			        e->loops[l].loop == XTC_TAIL_LOOP_NONE ? (int64_t)-1
-			                                               : (int64_t)e->loops[l].loop,
-			        e->loops[l].events, e->loops[l].drops, e->loops[l].dropped);
+			        print_loop_json(e->loops[l].loop), e->loops[l].events, e->loops[l].drops, e->loops[l].dropped);
 		fputs("]}\n", st->out);
 	}
 }

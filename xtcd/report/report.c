@@ -6,11 +6,12 @@
  *   int xtcd_report(const char *dir, const struct read_opts *ro,
  *                   const struct report_opts *o, FILE *out);
  *
- * This file owns the pass: the reader callbacks, the session table, the
- * per-ring merge that puts each session's records back in time order, the
- * dispatch of each record to the analyses, the end of each session (where
- * open chains and silent loops are judged, once every DROP of the session
- * has been read), and the order of the output.
+ * This file drives the pass: the reader callbacks that fill the model
+ * (report_model.c), the per-ring merge that puts each session's records
+ * back in time order, the dispatch of each record to the analyses, the end
+ * of each session (where open chains and silent loops are judged, once
+ * every DROP of the session has been read), and the order of the output.
+ * The analyses call down into the model, never back into this file.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -97,14 +98,7 @@ int report_parse_window(const char *s, uint64_t now_ns, struct report_window *w,
 	return 0;
 }
 
-/* ---- sessions, loops, procs ---- */
-
-/* Remember that the pass cannot go on. */
-void report_oom(struct report *rep)
-{
-	if (!rep->fatal)
-		rep->fatal = -ENOMEM;
-}
+/* ---- sessions ---- */
 
 /* drain_ms from a session's settings text, or 0. */
 static unsigned settings_drain_ms(const struct segread_session *ss)
@@ -137,116 +131,6 @@ static void sess_know(struct rp_sess *s, const struct segread_session *ss)
 	if ((uint64_t)drain * 4000000ull > s->horizon)
 		s->horizon = (uint64_t)drain * 4000000ull;
 	s->slack = (uint64_t)(drain ? drain : 20) * 3000000ull + 10000000ull;
-}
-
-/* The session with this id, created if new; NULL on -ENOMEM. */
-struct rp_sess *report_sess(struct report *rep, uint64_t id)
-{
-	struct rp_sess *s = NULL;
-
-	if (rep->nsess && rep->sess[rep->last_sess]->id == id)
-		return rep->sess[rep->last_sess];
-	for (size_t i = 0; i < rep->nsess; i++) {
-		if (rep->sess[i]->id == id) {
-			rep->last_sess = i;
-			return rep->sess[i];
-		}
-	}
-	if (rp_grow(&rep->sess, &rep->sess_cap, rep->nsess + 1, sizeof(*rep->sess)) < 0 ||
-	    !(s = calloc(1, sizeof(*s))) || !(s->lat = calloc(1, sizeof(*s->lat)))) {
-		if (s)
-			free(s);
-		report_oom(rep);
-		return NULL;
-	}
-	s->id = id;
-	s->idx = (uint32_t)rep->nsess;
-	s->horizon = 1000000000ull;
-	s->slack = 70000000ull;
-	snprintf(s->comm, sizeof(s->comm), "?");
-	rep->last_sess = rep->nsess;
-	rep->sess[rep->nsess++] = s;
-	return s;
-}
-
-/* The loop of a session, created if new; NULL on -ENOMEM. */
-struct rp_loop *report_loop(struct report *rep, struct rp_sess *s, uint32_t loop)
-{
-	struct rp_loop *l;
-
-	if (s->nloops && s->loops[s->last_loop].loop == loop)
-		return &s->loops[s->last_loop];
-	for (size_t i = 0; i < s->nloops; i++) {
-		if (s->loops[i].loop == loop) {
-			s->last_loop = i;
-			return &s->loops[i];
-		}
-	}
-	if (rp_grow(&s->loops, &s->loops_cap, s->nloops + 1, sizeof(*s->loops)) < 0) {
-		report_oom(rep);
-		return NULL;
-	}
-	l = &s->loops[s->nloops];
-	memset(l, 0, sizeof(*l));
-	l->loop = loop;
-	l->tl_ev = calloc(RP_TL_BINS, sizeof(*l->tl_ev));
-	l->tl_busy = calloc(RP_TL_BINS, sizeof(*l->tl_busy));
-	l->tl_polls = calloc(RP_TL_BINS, sizeof(*l->tl_polls));
-	l->lat = calloc(1, sizeof(*l->lat));
-	if (!l->tl_ev || !l->tl_busy || !l->tl_polls || !l->lat) {
-		report_loop_free(l);
-		report_oom(rep);
-		return NULL;
-	}
-	s->last_loop = s->nloops;
-	return &s->loops[s->nloops++];
-}
-
-/* The proc of a session, created if new; NULL on -ENOMEM.  The pointer
- * lasts until the next proc is created. */
-struct rp_proc *report_proc(struct report *rep, struct rp_sess *s, const xtc_pid_t *pid,
-                            uint32_t loop)
-{
-	uint32_t *slot = rp_map_get(&rep->proc_map, s->id,
-	                            (uint64_t)pid->loop_id << 32 | pid->local_id, pid->gen, 1);
-	struct rp_proc *p;
-
-	if (!slot) {
-		report_oom(rep);
-		return NULL;
-	}
-	if (*slot != RP_NONE)
-		return &rep->procs[*slot];
-	if (rp_grow(&rep->procs, &rep->procs_cap, rep->nprocs + 1, sizeof(*rep->procs)) < 0 ||
-	    rp_grow(&s->proc_ids, &s->proc_ids_cap, s->nproc_ids + 1, sizeof(*s->proc_ids)) < 0) {
-		/* the key is in the map: give it a value nobody reads */
-		*slot = 0;
-		report_oom(rep);
-		return NULL;
-	}
-	*slot = (uint32_t)rep->nprocs;
-	s->proc_ids[s->nproc_ids++] = (uint32_t)rep->nprocs;
-	p = &rep->procs[rep->nprocs++];
-	memset(p, 0, sizeof(*p));
-	p->sess = s->id;
-	p->sidx = s->idx;
-	p->pid = *pid;
-	p->loop = loop;
-	p->chain = RP_NONE;
-	s->nprocs++;
-	return p;
-}
-
-/* The end of what is known of s. */
-uint64_t report_sess_end(const struct rp_sess *s)
-{
-	return s->ended && s->end_t > s->last_t ? s->end_t : s->last_t;
-}
-
-/* Whether s ended with a clean detach (its record runs to its end). */
-int report_sess_clean_end(const struct rp_sess *s)
-{
-	return s->ended && s->end.reason == XTC_END_DETACHED;
 }
 
 /* ---- the merge ---- */
@@ -359,6 +243,7 @@ static uint64_t watermark(const struct rp_sess *s)
 }
 
 static void dispatch(struct report *rep, struct rp_sess *s, const struct rp_ev *e);
+static void finish_sess(struct report *rep, struct rp_sess *s);
 
 /* Hand the records that are in order to the analyses (all of them when
  * all is set: the session ended or the pass did). */
@@ -424,28 +309,6 @@ static void merge_push(struct report *rep, struct rp_sess *s, uint32_t ring,
 }
 
 /* ---- dispatch ---- */
-
-/* Whether [from, to) of loop passes --loop/--since/--until, and how much. */
-uint64_t report_view_overlap(const struct report *rep, uint32_t loop, uint64_t from, uint64_t to)
-{
-	const struct filter *f = &rep->ro->filter;
-
-	if (f->has_loop && loop != f->loop)
-		return 0;
-	if (f->has_since && from < f->since_ns)
-		from = f->since_ns;
-	if (f->has_until && to > f->until_ns)
-		to = f->until_ns;
-	return to > from ? to - from : 0;
-}
-
-/* Whether t passes --since/--until. */
-int report_time_in_view(const struct report *rep, uint64_t t)
-{
-	const struct filter *f = &rep->ro->filter;
-
-	return (!f->has_since || t >= f->since_ns) && (!f->has_until || t < f->until_ns);
-}
 
 /* Kinds that concern a proc (pid is a proc, not a loop). */
 static int proc_kind(uint32_t kind)
@@ -599,7 +462,7 @@ static void on_other(struct report *rep, const struct segread_item *it)
 		s->ended = 1;
 		s->end = it->u.end;
 		s->end_t = it->real_ns;
-		report_finish_sess(rep, s);
+		finish_sess(rep, s);
 		break;
 	case SEGREAD_EVICTED:
 		rep->evicted_records += it->u.evicted.ev.records;
@@ -668,7 +531,7 @@ static void report_problem_cb(const struct segread_problem *p, void *user)
 /* ---- the end of a session ---- */
 
 /* Release what s holds back, then judge its open chains and loops. */
-void report_finish_sess(struct report *rep, struct rp_sess *s)
+static void finish_sess(struct report *rep, struct rp_sess *s)
 {
 	if (s->finalized)
 		return;
@@ -698,7 +561,7 @@ static void sess_end_words(const struct rp_sess *s, char *buf, size_t len)
 		         "without closing it)");
 	else
 		snprintf(buf, len, "%s%s",
-		         segread_end_reason_name(s->end.reason, reason, sizeof(reason)),
+		         segname_end_reason(s->end.reason, reason, sizeof(reason)),
 		         s->end.complete ? ", complete" : ", INCOMPLETE");
 }
 
@@ -709,12 +572,12 @@ static void text_heading(struct report *rep, const char *dir)
 	char a[64], b[64], d[32];
 
 	seg_dir_usage(dir, &segs, &bytes, &first, &last);
-	fprintf(rep->out, "xtcd report of %s: %zu session%s, %" PRIu64 " segment%s (%.1f MiB)",
+	fprintf(rep->out, "xtcd report of %s: %zu session%s, %" PRIu64 " segment%s (%s)",
 	        dir, rep->nsess, rep->nsess == 1 ? "" : "s", segs, segs == 1 ? "" : "s",
-	        (double)bytes / (1024.0 * 1024.0));
+	        print_bytes(d, sizeof(d), bytes));
 	if (rep->view_events)
 		fprintf(rep->out, ", %s .. %s (%s), %" PRIu64 " events",
-		        rp_time(a, sizeof(a), rep->view_first), rp_clock(b, sizeof(b), rep->view_last),
+		        print_wall(a, sizeof(a), rep->view_first), print_wall_clock(b, sizeof(b), rep->view_last),
 		        print_duration(d, sizeof(d), rep->view_last - rep->view_first), rep->view_events);
 	fputc('\n', rep->out);
 	if (rep->ro->filter.has_loop || rep->ro->filter.has_kind || rep->ro->filter.has_since ||
@@ -752,7 +615,7 @@ static void text_record(struct report *rep)
 			        "them\n", s->end.dropped - s->dropped_seen);
 		if (s->evicted)
 			fprintf(rep->out, "    its older records were deleted under the byte budget: "
-			        "nothing is known before %s\n", rp_time(a, sizeof(a), s->first_t));
+			        "nothing is known before %s\n", print_wall(a, sizeof(a), s->first_t));
 		if (s->corrupt_rings)
 			fprintf(rep->out, "    %" PRIu64 " ring%s taken out of draining as corrupt\n",
 			        s->corrupt_rings, s->corrupt_rings == 1 ? "" : "s");
@@ -763,8 +626,8 @@ static void text_record(struct report *rep)
 	for (size_t i = 0; i < rep->ndamage; i++)
 		fprintf(rep->out, "  damaged data in segment %06" PRIu64 ": records of any session "
 		        "may be missing from %s to %s\n", rep->damage[i].seq,
-		        rp_time(a, sizeof(a), rep->damage[i].from),
-		        rep->damage[i].to == UINT64_MAX ? "the end" : rp_time(b, sizeof(b),
+		        print_wall(a, sizeof(a), rep->damage[i].from),
+		        rep->damage[i].to == UINT64_MAX ? "the end" : print_wall(b, sizeof(b),
 		                                                              rep->damage[i].to));
 }
 
@@ -804,7 +667,7 @@ static void json_record(struct report *rep, const char *dir)
 			fprintf(rep->out, "{\"reason\":\"%s\",\"complete\":%s,\"real_ns\":%" PRIu64
 			        ",\"produced\":%" PRIu64 ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64
 			        ",\"lost\":%" PRIu64 "}",
-			        segread_end_reason_name(s->end.reason, reason, sizeof(reason)),
+			        segname_end_reason(s->end.reason, reason, sizeof(reason)),
 			        s->end.complete ? "true" : "false", s->end_t, s->end.produced,
 			        s->end.written, s->end.dropped, s->end.lost);
 		else
@@ -815,9 +678,9 @@ static void json_record(struct report *rep, const char *dir)
 
 			fprintf(rep->out, "%s{\"loop\":%lld,\"ring\":%" PRIu32 ",\"count\":%" PRIu64
 			        ",\"from_real_ns\":%" PRIu64 ",\"to_real_ns\":%" PRIu64 ",\"cause\":\"%s\"}",
-			        k ? "," : "", rp_loop_json(s->drops[k].loop), s->drops[k].ring,
+			        k ? "," : "", print_loop_json(s->drops[k].loop), s->drops[k].ring,
 			        s->drops[k].count, s->drops[k].from, s->drops[k].to,
-			        segread_drop_cause_name(s->drops[k].cause, cause, sizeof(cause)));
+			        segname_drop_cause(s->drops[k].cause, cause, sizeof(cause)));
 		}
 		fputs("]}\n", rep->out);
 	}
@@ -854,26 +717,8 @@ static void write_report(struct report *rep, const char *dir)
 /* Free everything the pass built. */
 static void report_free(struct report *rep)
 {
-	for (size_t i = 0; i < rep->nsess; i++) {
-		struct rp_sess *s = rep->sess[i];
-
-		for (size_t k = 0; k < s->nrings; k++)
-			free(s->rings[k].q);
-		for (size_t k = 0; k < s->nloops; k++)
-			report_loop_free(&s->loops[k]);
-		free(s->rings);
-		free(s->heap);
-		free(s->drops);
-		free(s->loops);
-		free(s->lat);
-		free(s->proc_ids);
-		free(s->chain_ids);
-		free(s);
-	}
-	free(rep->sess);
+	report_model_free(rep);
 	free(rep->damage);
-	free(rep->procs);
-	rp_map_free(&rep->proc_map);
 	report_chain_free(rep);
 	free(rep->f);
 	free(rep->win_lat[0]);
@@ -916,7 +761,7 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	}
 	ret = segread_run(rep.r);
 	for (size_t i = 0; i < rep.nsess && !rep.fatal; i++)
-		report_finish_sess(&rep, rep.sess[i]);
+		finish_sess(&rep, rep.sess[i]);
 	rs = segread_stats(rep.r);
 	if (rep.fatal || ret < 0 || rs->listed == 0) {
 		if (rep.fatal)

@@ -246,9 +246,6 @@ static void on_fault(struct report *rep, struct rp_sess *s, const struct rp_ev *
 		f->pid = e->pid;
 		f->has_pid = 1;
 	}
-	if (e->kind == XTC_TAIL_SUBMIT_FAIL && e->detail >= XTC_TAIL_SHORT_SUBMIT_BASE &&
-	    (int64_t)e->detail >= 0)
-		f->form = RFF_SHORT;
 	report_find_proof(f, e);
 }
 

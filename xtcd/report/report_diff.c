@@ -156,7 +156,7 @@ static void diff_shares(struct report *rep, struct dtab *t)
 			struct drow *r;
 
 			snprintf(key, sizeof(key), "session %" PRIu64 " loop %s share of %s", s->id,
-			         rp_loop_name(lb, sizeof(lb), l->loop), by_busy ? "busy time" : "records");
+			         print_loop(lb, sizeof(lb), l->loop), by_busy ? "busy time" : "records");
 			if (!(r = row_add(t, DM_SHARE, key)))
 				return;
 			for (int w = 0; w < 2; w++) {
@@ -193,7 +193,7 @@ static void diff_findings(struct report *rep, struct dtab *t)
 			continue;
 		snprintf(key, sizeof(key), "finding %s%s, session %" PRIu64 " loop %s",
 		         report_class_key(f->cls), f->verdict == RV_CANNOT_TELL ? " (cannot tell)" : "",
-		         f->sess, rp_loop_name(lb, sizeof(lb), f->loop));
+		         f->sess, print_loop(lb, sizeof(lb), f->loop));
 		for (size_t k = 0; k < t->n; k++)
 			if (t->r[k].metric == DM_FINDING && strcmp(t->r[k].key, key) == 0)
 				r = &t->r[k];
@@ -284,8 +284,8 @@ static void text_windows(struct report *rep, const struct dtab *t)
 
 	for (int w = 0; w < 2; w++)
 		fprintf(rep->out, "  %c = %s: %s .. %s, the record covers %s of it, %" PRIu64 " records\n",
-		        'A' + w, rep->o->diff_text[w], rp_time(a, sizeof(a), rep->o->diff_win[w].from),
-		        rp_clock(b, sizeof(b), rep->o->diff_win[w].to),
+		        'A' + w, rep->o->diff_text[w], print_wall(a, sizeof(a), rep->o->diff_win[w].from),
+		        print_wall_clock(b, sizeof(b), rep->o->diff_win[w].to),
 		        print_duration(d, sizeof(d), t->cover[w]), rep->win_events[w]);
 }
 

@@ -65,7 +65,7 @@ const char *report_class_key(enum rp_class cls)
 }
 
 /* The text name of a class. */
-const char *report_class_name(enum rp_class cls)
+static const char *class_name(enum rp_class cls)
 {
 	return cls > 0 && cls < RF_NCLASS ? classes[cls].name : "UNKNOWN";
 }
@@ -126,8 +126,7 @@ static int drop_in_scope(const struct rp_drop *d, enum rp_scope scope, uint32_t 
 {
 	if (scope == RS_SESSION)
 		return 1;
-	/* cause 4: a thread with no ring; its loop is unknown */
-	return d->loop == loop || d->loop == XTC_TAIL_LOOP_NONE || d->cause == 4;
+	return report_drop_on_loop(d, loop);
 }
 
 /* See the top of this file. */
@@ -193,7 +192,7 @@ int report_loss(const struct report *rep, const struct rp_sess *s, enum rp_scope
 }
 
 /* The loss in words. */
-void report_loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len)
+static void loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len)
 {
 	char a[64], b[64], c[32], lb[16];
 
@@ -203,20 +202,20 @@ void report_loss_text(const struct report *rep, const struct rp_loss *l, char *b
 		snprintf(buf, len, "%" PRIu64 " DROP record%s (%" PRIu64 " records) overlap%s it; the "
 		         "first: %" PRIu64 " records on loop %s (ring %" PRIu32 ", %s) between %s and %s",
 		         l->ndrops, l->ndrops == 1 ? "" : "s", l->nrecords, l->ndrops == 1 ? "s" : "",
-		         l->count, rp_loop_name(lb, sizeof(lb), l->loop), l->ring,
-		         segread_drop_cause_name(l->cause, c, sizeof(c)), rp_time(a, sizeof(a), l->from),
-		         rp_clock(b, sizeof(b), l->to));
+		         l->count, print_loop(lb, sizeof(lb), l->loop), l->ring,
+		         segname_drop_cause(l->cause, c, sizeof(c)), print_wall(a, sizeof(a), l->from),
+		         print_wall_clock(b, sizeof(b), l->to));
 		break;
 	case RL_CUT:
 		if (l->to)
 			snprintf(buf, len, "the session's record is cut short: it ended %s, so what "
 			         "happened after its last record (%s) is unknown",
-			         segread_end_reason_name(l->cause, c, sizeof(c)),
-			         rp_time(a, sizeof(a), l->from));
+			         segname_end_reason(l->cause, c, sizeof(c)),
+			         print_wall(a, sizeof(a), l->from));
 		else
 			snprintf(buf, len, "the session has no end in the record (still recording, or "
 			         "xtcd stopped without closing it), so what happened after its last "
-			         "record (%s) is unknown", rp_time(a, sizeof(a), l->from));
+			         "record (%s) is unknown", print_wall(a, sizeof(a), l->from));
 		break;
 	case RL_LOST:
 		snprintf(buf, len, "%" PRIu64 " records of the session were lost to I/O at unknown "
@@ -232,12 +231,12 @@ void report_loss_text(const struct report *rep, const struct rp_loss *l, char *b
 		break;
 	case RL_DAMAGE:
 		snprintf(buf, len, "damaged segment data: records may be missing from %s to %s",
-		         rp_time(a, sizeof(a), l->from),
-		         l->to == UINT64_MAX ? "the end" : rp_clock(b, sizeof(b), l->to));
+		         print_wall(a, sizeof(a), l->from),
+		         l->to == UINT64_MAX ? "the end" : print_wall_clock(b, sizeof(b), l->to));
 		break;
 	case RL_EVICTED:
 		snprintf(buf, len, "older segments were deleted under the byte budget: nothing is "
-		         "known of the session before %s", rp_time(a, sizeof(a), l->from));
+		         "known of the session before %s", print_wall(a, sizeof(a), l->from));
 		break;
 	default:
 		snprintf(buf, len, "nothing was lost");
@@ -309,27 +308,6 @@ size_t report_find_count(const struct report *rep)
 
 /* ---- details ---- */
 
-/* SUBMIT_FAIL detail: the errno (stored negated or plain), or how many
- * SQEs a short submit left behind (XTC_TAIL_SHORT_SUBMIT_BASE + n).
- * Returns 1 for a short submit (n in *left), 0 for an errno (in *err). */
-static int submit_fail_decode(uint64_t d, int *err, uint64_t *left)
-{
-	int64_t s = (int64_t)d;
-
-	*err = 0;
-	*left = 0;
-	if (s < 0 && s > -(int64_t)XTC_TAIL_SHORT_SUBMIT_BASE) {
-		*err = (int)-s;
-		return 0;
-	}
-	if (d < XTC_TAIL_SHORT_SUBMIT_BASE) {
-		*err = (int)d;
-		return 0;
-	}
-	*left = d - XTC_TAIL_SHORT_SUBMIT_BASE;
-	return 1;
-}
-
 /* One line saying what f is. */
 void report_find_summary(const struct report *rep, const struct rp_finding *f, char *buf,
                          size_t len)
@@ -338,11 +316,11 @@ void report_find_summary(const struct report *rep, const struct rp_finding *f, c
 	int err;
 	uint64_t left;
 
-	rp_pid_name(pid, sizeof(pid), &f->pid);
-	rp_loop_name(lb, sizeof(lb), f->loop);
+	print_pid(pid, sizeof(pid), &f->pid);
+	print_loop(lb, sizeof(lb), f->loop);
 	switch (f->cls) {
 	case RF_SUBMIT_FAIL:
-		if (submit_fail_decode(f->detail, &err, &left))
+		if (segname_submit_fail(f->detail, &err, &left))
 			snprintf(buf, len, "submit failed on loop %s: short submit, %" PRIu64 " SQE%s left "
 			         "unsubmitted", lb, left, left == 1 ? "" : "s");
 		else {
@@ -381,8 +359,8 @@ static void text_proof(struct report *rep, const struct rp_proof *p, int first)
 
 	print_detail(det, sizeof(det), p->kind, p->detail);
 	fprintf(rep->out, "      %s %s  %-10s L%-4s %-14s %s\n", first ? "proof" : "     ",
-	        rp_clock(t, sizeof(t), p->t), rp_kind(p->kind), rp_loop_name(lb, sizeof(lb), p->loop),
-	        rp_pid_name(pid, sizeof(pid), &p->pid), det);
+	        print_wall_clock(t, sizeof(t), p->t), rp_kind(p->kind), print_loop(lb, sizeof(lb), p->loop),
+	        print_pid(pid, sizeof(pid), &p->pid), det);
 }
 
 /* What the finding's watched loop did after the last proving event. */
@@ -392,16 +370,16 @@ static void text_loop_after(struct report *rep, const struct rp_finding *f)
 
 	if (f->watch_loop == RP_NONE)
 		return;
-	rp_loop_name(lb, sizeof(lb), f->watch_loop);
+	print_loop(lb, sizeof(lb), f->watch_loop);
 	if (f->loop_stopped)
 		fprintf(rep->out, "      loop %s recorded %" PRIu64 " records after it and none after %s: "
 		        "the task is stranded with a loop that stopped\n", lb, f->loop_events_after,
-		        rp_clock(t, sizeof(t), f->loop_last_t));
+		        print_wall_clock(t, sizeof(t), f->loop_last_t));
 	else if (f->loop_events_after)
 		fprintf(rep->out, "      loop %s kept working after it: %" PRIu64 " records, %" PRIu64
 		        " idle polls, the last at %s - the loop is alive and %s\n", lb,
 		        f->loop_events_after, f->loop_polls_after,
-		        rp_clock(t, sizeof(t), f->loop_last_t),
+		        print_wall_clock(t, sizeof(t), f->loop_last_t),
 		        f->cls == RF_NEVER_RUN ? "skipped this task" :
 		        f->cls == RF_NEVER_SUBMITTED ? "never submitted this task's request" :
 		        f->cls == RF_NEVER_REAPED ? "its ring never returned the completion" :
@@ -417,14 +395,14 @@ static void text_chain(struct report *rep, const struct rp_finding *f)
 	const struct rp_sess *s = rep->sess[f->sidx];
 	char t[64], d[32], lb[16], pid[64], what[96], loss[512];
 
-	rp_pid_name(pid, sizeof(pid), &f->pid);
+	print_pid(pid, sizeof(pid), &f->pid);
 	if (f->cls == RF_NEVER_RUN)
 		snprintf(what, sizeof(what), "RUN of proc %s", pid);
 	else if (f->form == RFF_UNTAGGED)
 		snprintf(what, sizeof(what), "REAP or WAKE of task 0x%" PRIx64, f->task);
 	else
 		snprintf(what, sizeof(what), "%s of task 0x%" PRIx64, classes[f->cls].missing, f->task);
-	fprintf(rep->out, "      parked %s", rp_time(t, sizeof(t), f->t));
+	fprintf(rep->out, "      parked %s", print_wall(t, sizeof(t), f->t));
 	if (f->op)
 		fprintf(rep->out, " (op %" PRIu64 ")", f->op);
 	fprintf(rep->out, "; no %s in the %s from its last step to the %s\n", what,
@@ -436,9 +414,9 @@ static void text_chain(struct report *rep, const struct rp_finding *f)
 		fprintf(rep->out, "      an untagged REAP (detail 0) on loop %s after the submit "
 		        "answers no untagged SUBMIT: the completion most likely came back with no tag "
 		        "(its registration torn down) and was consumed there\n",
-		        rp_loop_name(lb, sizeof(lb), f->proof[f->nproof - 1].loop));
+		        print_loop(lb, sizeof(lb), f->proof[f->nproof - 1].loop));
 	if (f->verdict == RV_CANNOT_TELL) {
-		report_loss_text(rep, &f->loss, loss, sizeof(loss));
+		loss_text(rep, &f->loss, loss, sizeof(loss));
 		fprintf(rep->out, "      CANNOT TELL: %s; the missing %s may be among what was lost\n",
 		        loss, what);
 	} else {
@@ -458,16 +436,16 @@ static void text_loopf(struct report *rep, const struct rp_finding *f)
 {
 	char a[64], b[64], lb[16], loss[512];
 
-	rp_loop_name(lb, sizeof(lb), f->loop);
+	print_loop(lb, sizeof(lb), f->loop);
 	fprintf(rep->out, "      loop %s recorded nothing from %s to %s%s, while %" PRIu32 " other "
 	        "loop%s recorded %" PRIu64 " records; it had %" PRIu64 " live procs and %" PRIu64
-	        " chains waiting\n", lb, rp_time(a, sizeof(a), f->t), rp_clock(b, sizeof(b), f->t_end),
+	        " chains waiting\n", lb, print_wall(a, sizeof(a), f->t), print_wall_clock(b, sizeof(b), f->t_end),
 	        f->cls == RF_LOOP_STOPPED ? " (the end of the record)" : "", f->loops_active,
 	        f->loops_active == 1 ? "" : "s", f->others_events, f->procs_live, f->chains_open);
 	for (unsigned i = 0; i < f->nproof; i++)
 		text_proof(rep, &f->proof[i], i == 0);
 	if (f->verdict == RV_CANNOT_TELL) {
-		report_loss_text(rep, &f->loss, loss, sizeof(loss));
+		loss_text(rep, &f->loss, loss, sizeof(loss));
 		fprintf(rep->out, "      CANNOT TELL: %s; loop %s may have recorded then\n", loss, lb);
 	}
 	if (f->explains)
@@ -550,13 +528,13 @@ void report_find_text(struct report *rep)
 		if (!report_find_in_view(rep, f))
 			continue;
 		if (f->verdict == RV_CANNOT_TELL)
-			snprintf(head, sizeof(head), "CANNOT TELL (would be: %s)", report_class_name(f->cls));
+			snprintf(head, sizeof(head), "CANNOT TELL (would be: %s)", class_name(f->cls));
 		else
-			snprintf(head, sizeof(head), "%s", report_class_name(f->cls));
+			snprintf(head, sizeof(head), "%s", class_name(f->cls));
 		fprintf(rep->out, "\n  #%-3zu %s  session %" PRIu64 " (%s pid %" PRIu32 "), loop %s", i + 1,
-		        head, s->id, s->comm, s->os_pid, rp_loop_name(lb, sizeof(lb), f->loop));
+		        head, s->id, s->comm, s->os_pid, print_loop(lb, sizeof(lb), f->loop));
 		if (f->has_pid)
-			fprintf(rep->out, ", proc %s", rp_pid_name(pid, sizeof(pid), &f->pid));
+			fprintf(rep->out, ", proc %s", print_pid(pid, sizeof(pid), &f->pid));
 		if (f->has_task)
 			fprintf(rep->out, ", task 0x%" PRIx64, f->task);
 		fputc('\n', rep->out);
@@ -581,16 +559,16 @@ static void json_loss(struct report *rep, const struct rp_loss *l)
 	                               "corrupt_ring", "damaged", "evicted" };
 	char cause[32], text[512];
 
-	report_loss_text(rep, l, text, sizeof(text));
+	loss_text(rep, l, text, sizeof(text));
 	fprintf(rep->out, "{\"kind\":\"%s\",\"from_real_ns\":%" PRIu64 ",\"to_real_ns\":%" PRIu64
 	        ",\"count\":%" PRIu64, kinds[l->kind], l->from, l->to == UINT64_MAX ? 0 : l->to,
 	        l->count);
 	if (l->kind == RL_DROP)
 		fprintf(rep->out, ",\"loop\":%lld,\"ring\":%" PRIu32 ",\"cause\":\"%s\",\"drops\":%"
-		        PRIu64 ",\"records\":%" PRIu64, rp_loop_json(l->loop), l->ring,
-		        segread_drop_cause_name(l->cause, cause, sizeof(cause)), l->ndrops, l->nrecords);
+		        PRIu64 ",\"records\":%" PRIu64, print_loop_json(l->loop), l->ring,
+		        segname_drop_cause(l->cause, cause, sizeof(cause)), l->ndrops, l->nrecords);
 	if (l->kind == RL_CUT && l->to)
-		fprintf(rep->out, ",\"reason\":\"%s\"", segread_end_reason_name(l->cause, cause,
+		fprintf(rep->out, ",\"reason\":\"%s\"", segname_end_reason(l->cause, cause,
 		                                                                 sizeof(cause)));
 	fputs(",\"text\":", rep->out);
 	print_json_string(rep->out, text, strlen(text));
@@ -605,7 +583,7 @@ static void json_detail(struct report *rep, const struct rp_finding *f)
 	char e[32];
 
 	if (f->cls == RF_SUBMIT_FAIL) {
-		if (submit_fail_decode(f->detail, &err, &left))
+		if (segname_submit_fail(f->detail, &err, &left))
 			fprintf(rep->out, ",\"short_submit_left\":%" PRIu64, left);
 		else {
 			print_errno_name(e, sizeof(e), err);
@@ -629,7 +607,7 @@ static void json_detail(struct report *rep, const struct rp_finding *f)
 		if (f->watch_loop != RP_NONE)
 			fprintf(rep->out, ",\"loop_after\":{\"loop\":%lld,\"records\":%" PRIu64
 			        ",\"idle_polls\":%" PRIu64 ",\"last_real_ns\":%" PRIu64 ",\"alive\":%s}",
-			        rp_loop_json(f->watch_loop), f->loop_events_after, f->loop_polls_after,
+			        print_loop_json(f->watch_loop), f->loop_events_after, f->loop_polls_after,
 			        f->loop_last_t, f->loop_events_after ? "true" : "false");
 	}
 }
@@ -647,9 +625,9 @@ void report_find_json(struct report *rep)
 		fprintf(rep->out, "{\"type\":\"finding\",\"n\":%zu,\"class\":\"%s\",\"verdict\":\"%s\""
 		        ",\"session\":%" PRIu64 ",\"pid\":%" PRIu32 ",\"loop\":%lld", i + 1,
 		        report_class_key(f->cls), f->verdict == RV_PROVEN ? "proven" : "cannot_tell",
-		        s->id, s->os_pid, rp_loop_json(f->loop));
+		        s->id, s->os_pid, print_loop_json(f->loop));
 		if (f->has_pid)
-			fprintf(rep->out, ",\"proc\":\"%s\"", rp_pid_name(pid, sizeof(pid), &f->pid));
+			fprintf(rep->out, ",\"proc\":\"%s\"", print_pid(pid, sizeof(pid), &f->pid));
 		if (f->has_task)
 			fprintf(rep->out, ",\"task\":\"0x%" PRIx64 "\"", f->task);
 		fprintf(rep->out, ",\"real_ns\":%" PRIu64 ",\"last_real_ns\":%" PRIu64
@@ -661,7 +639,7 @@ void report_find_json(struct report *rep)
 
 			fprintf(rep->out, "%s{\"kind\":\"%s\",\"real_ns\":%" PRIu64 ",\"loop\":%lld"
 			        ",\"proc\":\"%s\",\"detail\":%" PRIu64 "}", k ? "," : "", rp_kind(p->kind),
-			        p->t, rp_loop_json(p->loop), rp_pid_name(pid, sizeof(pid), &p->pid),
+			        p->t, print_loop_json(p->loop), print_pid(pid, sizeof(pid), &p->pid),
 			        p->detail);
 		}
 		fputs("],\"loss\":", rep->out);

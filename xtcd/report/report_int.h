@@ -1,8 +1,10 @@
 /*
  * xtcd/report/report_int.h - what the pieces of xtcd --report share.
  *
- *   report.c          the pass: reader callbacks, sessions, the per-ring
- *                     merge into time order, dispatch, the output order
+ *   report.c          the driver: reader callbacks, the per-ring merge
+ *                     into time order, dispatch, the output order
+ *   report_model.c    sessions, loops, procs, the end of a session's record,
+ *                     the view: what every analysis calls down into
  *   report_find.c     findings, the loss check behind every absence verdict,
  *                     how findings print
  *   report_chain.c    wakeup chains, SUBMIT_FAIL, LIFECYCLE_DROP
@@ -39,12 +41,13 @@
 #include <stdio.h>
 
 #include "xtcd/read/print.h"
+#include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 
 #include "xtcd/report/report.h"
 #include "xtcd/read/read.h"
 
-#define RP_NKINDS     15        /* SPAWN .. LIFECYCLE_DROP; more count as other */
+#define RP_NKINDS     SEGNAME_NKINDS /* named kinds; more count as other */
 #define RP_MERGE_MAX  (1u << 21) /* records a session may hold back for order */
 #define RP_PROOF      6         /* proving events kept per finding */
 #define RP_WORST      5         /* worst latencies kept per session */
@@ -83,21 +86,10 @@ struct rp_hist {
 void rp_hist_add(struct rp_hist *h, uint64_t v);
 /* The value at quantile q (0..1): the top of its bucket, at most max. */
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
-void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src);
-/* Bucket index of v, and the lowest value of bucket i. */
-unsigned rp_hist_index(uint64_t v);
+/* The lowest value of bucket i. */
 uint64_t rp_hist_low(unsigned i);
 
-/* "12.345us", "1.500ms", "2.000s", "3m04s", "5h06m". */
-/* Local "YYYY-MM-DD HH:MM:SS.uuuuuu" and its "HH:MM:SS.uuuuuu" tail. */
-const char *rp_time(char *buf, size_t len, uint64_t real_ns);
-const char *rp_clock(char *buf, size_t len, uint64_t real_ns);
-/* A loop id, "-" for none. */
-const char *rp_loop_name(char *buf, size_t len, uint32_t loop);
-/* A JSON loop value: the id, or -1 for none. */
-long long rp_loop_json(uint32_t loop);
-/* "loop.local.gen" */
-const char *rp_pid_name(char *buf, size_t len, const xtc_pid_t *pid);
+/* Times, durations, loops and procs as text: xtcd/read/print.h. */
 /* A kind's name ("WAKE") or "KIND_n". */
 const char *rp_kind(uint32_t kind);
 
@@ -284,7 +276,6 @@ enum {
 	RFF_NONE = 0,
 	RFF_UNTAGGED,            /* NOT_HANDED_ON: no REAP for the task, an
 	                          * unexplained REAP 0 on its loop after the submit */
-	RFF_SHORT,               /* SUBMIT_FAIL: a short submit */
 };
 
 struct rp_finding {
@@ -370,7 +361,12 @@ struct report {
 	struct rp_hist *all_lat;
 };
 
-/* report.c */
+/* report_model.c: what every analysis reads and extends (never report.c) */
+/* Remember that the pass ran out of memory: it stops, and says so. */
+void report_oom(struct report *rep);
+/* The session, loop of s, proc of s with this id, created if new; NULL
+ * (and report_oom) on -ENOMEM.  A proc pointer lasts until the next proc
+ * is created. */
 struct rp_sess *report_sess(struct report *rep, uint64_t id);
 struct rp_loop *report_loop(struct report *rep, struct rp_sess *s, uint32_t loop);
 struct rp_proc *report_proc(struct report *rep, struct rp_sess *s, const xtc_pid_t *pid,
@@ -379,13 +375,14 @@ struct rp_proc *report_proc(struct report *rep, struct rp_sess *s, const xtc_pid
 uint64_t report_sess_end(const struct rp_sess *s);
 /* Whether s ended with a clean detach (its record runs to its end). */
 int report_sess_clean_end(const struct rp_sess *s);
-/* Release what s holds back, then judge its open chains and loops. */
-void report_finish_sess(struct report *rep, struct rp_sess *s);
 /* Whether t passes --since/--until. */
 int report_time_in_view(const struct report *rep, uint64_t t);
 /* How much of [from, to) of loop passes --loop/--since/--until. */
 uint64_t report_view_overlap(const struct report *rep, uint32_t loop, uint64_t from, uint64_t to);
-void report_oom(struct report *rep);
+/* Whether DROP d may have taken records of loop. */
+int report_drop_on_loop(const struct rp_drop *d, uint32_t loop);
+/* Free every session, loop and proc. */
+void report_model_free(struct report *rep);
 
 /* report_find.c */
 struct rp_finding *report_find_add(struct report *rep, enum rp_class cls, struct rp_sess *s);
@@ -399,7 +396,6 @@ void report_find_proof_at(struct rp_finding *f, uint32_t kind, uint64_t t, uint3
 int report_loss(const struct report *rep, const struct rp_sess *s, enum rp_scope scope,
                 uint32_t loop, uint64_t from, uint64_t to, int to_end, struct rp_loss *loss);
 void report_find_sort(struct report *rep);
-const char *report_class_name(enum rp_class cls);
 const char *report_class_key(enum rp_class cls);
 /* Whether f passes --loop/--since/--until. */
 int report_find_in_view(const struct report *rep, const struct rp_finding *f);
@@ -409,7 +405,6 @@ void report_find_json(struct report *rep);
 /* One line describing f (for the SVG and the diff). */
 void report_find_summary(const struct report *rep, const struct rp_finding *f, char *buf,
                          size_t len);
-void report_loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len);
 
 /* report_chain.c */
 void report_chain_event(struct report *rep, struct rp_sess *s, const struct rp_ev *e,
@@ -426,13 +421,6 @@ void report_loops_busy(struct report *rep, struct rp_sess *s, uint32_t loop, uin
 void report_loops_finish(struct report *rep, struct rp_sess *s);
 void report_loops_text(struct report *rep);
 void report_loops_json(struct report *rep);
-void report_loop_free(struct rp_loop *l);
-/* Timeline: the bin of t, folding every lane when t is past the last. */
-size_t report_tl_bin(struct report *rep, uint64_t t);
-/* A loop's busy share in each of n equal slices of [from, to), percent
- * (-1 for a slice the lane has no data for). */
-void report_loops_slices(const struct report *rep, const struct rp_loop *l, uint64_t from,
-                         uint64_t to, int *pct, unsigned n);
 
 /* report_latency.c */
 void report_lat_event(struct report *rep, struct rp_sess *s, struct rp_loop *l,

@@ -172,22 +172,22 @@ static void text_sess(struct report *rep, struct rp_sess *s)
 		text_row(rep, "all", s->lat);
 		for (size_t i = 0; s->nloops > 1 && i < s->nloops; i++)
 			if (s->loops[i].lat->n)
-				text_row(rep, rp_loop_name(lb, sizeof(lb), s->loops[i].loop), s->loops[i].lat);
+				text_row(rep, print_loop(lb, sizeof(lb), s->loops[i].loop), s->loops[i].lat);
 		fprintf(rep->out, "    worst:");
 		for (size_t i = 0; i < s->nworst; i++)
 			fprintf(rep->out, "%s %s proc %s (loop %s) at %s", i ? ";" : "",
 			        print_duration(d, sizeof(d), s->worst[i].lat),
-			        rp_pid_name(pid, sizeof(pid), &s->worst[i].pid),
-			        rp_loop_name(lb, sizeof(lb), s->worst[i].loop),
-			        rp_clock(t, sizeof(t), s->worst[i].t));
+			        print_pid(pid, sizeof(pid), &s->worst[i].pid),
+			        print_loop(lb, sizeof(lb), s->worst[i].loop),
+			        print_wall_clock(t, sizeof(t), s->worst[i].t));
 		fputc('\n', rep->out);
 	}
 	if ((n = mbox_sorted(rep, s, &mb)) > 0) {
 		fprintf(rep->out, "    mailbox high-water marks (%" PRIu64 " MBOX_HWM records):", s->mbox_n);
 		for (long i = 0; i < n && i < (long)rep->o->top; i++)
 			fprintf(rep->out, "%s proc %s depth %" PRIu64 " at %s", i ? ";" : "",
-			        rp_pid_name(pid, sizeof(pid), &rep->procs[mb[i]].pid),
-			        rep->procs[mb[i]].mbox_hwm, rp_clock(t, sizeof(t), rep->procs[mb[i]].mbox_t));
+			        print_pid(pid, sizeof(pid), &rep->procs[mb[i]].pid),
+			        rep->procs[mb[i]].mbox_hwm, print_wall_clock(t, sizeof(t), rep->procs[mb[i]].mbox_t));
 		if (n > (long)rep->o->top)
 			fprintf(rep->out, "; %ld more", n - (long)rep->o->top);
 		fputc('\n', rep->out);
@@ -217,7 +217,7 @@ static void json_hist(struct report *rep, const struct rp_sess *s, const struct 
 {
 	fprintf(rep->out, "{\"type\":\"latency\",\"session\":%" PRIu64 ",\"loop\":", s->id);
 	if (l)
-		fprintf(rep->out, "%lld", rp_loop_json(l->loop));
+		fprintf(rep->out, "%lld", print_loop_json(l->loop));
 	else
 		fputs("\"all\"", rep->out);
 	fprintf(rep->out, ",\"count\":%" PRIu64, h->n);
@@ -252,14 +252,14 @@ void report_lat_json(struct report *rep)
 			fprintf(rep->out, "{\"type\":\"latency_worst\",\"session\":%" PRIu64 ",\"rank\":%zu"
 			        ",\"latency_ns\":%" PRIu64 ",\"proc\":\"%s\",\"loop\":%lld,\"real_ns\":%"
 			        PRIu64 "}\n", s->id, k + 1, s->worst[k].lat,
-			        rp_pid_name(pid, sizeof(pid), &s->worst[k].pid),
-			        rp_loop_json(s->worst[k].loop), s->worst[k].t);
+			        print_pid(pid, sizeof(pid), &s->worst[k].pid),
+			        print_loop_json(s->worst[k].loop), s->worst[k].t);
 		if ((n = mbox_sorted(rep, s, &mb)) > 0)
 			for (long k = 0; k < n; k++)
 				fprintf(rep->out, "{\"type\":\"mailbox\",\"session\":%" PRIu64 ",\"proc\":\"%s\""
 				        ",\"loop\":%lld,\"hwm\":%" PRIu64 ",\"real_ns\":%" PRIu64 "}\n", s->id,
-				        rp_pid_name(pid, sizeof(pid), &rep->procs[mb[k]].pid),
-				        rp_loop_json(rep->procs[mb[k]].loop), rep->procs[mb[k]].mbox_hwm,
+				        print_pid(pid, sizeof(pid), &rep->procs[mb[k]].pid),
+				        print_loop_json(rep->procs[mb[k]].loop), rep->procs[mb[k]].mbox_hwm,
 				        rep->procs[mb[k]].mbox_t);
 		free(mb);
 		msg_second(s, UINT64_MAX);

@@ -67,7 +67,7 @@ static void tl_fold(struct report *rep)
 }
 
 /* The bin of t (folding first when t is past the last bin). */
-size_t report_tl_bin(struct report *rep, uint64_t t)
+static size_t tl_bin(struct report *rep, uint64_t t)
 {
 	uint64_t idx;
 
@@ -109,8 +109,8 @@ void report_loops_busy(struct report *rep, struct rp_sess *s, uint32_t loop, uin
 		from = rep->tl_t0;
 	if (to <= from)
 		return;
-	b = report_tl_bin(rep, to - 1);
-	a = report_tl_bin(rep, from);
+	b = tl_bin(rep, to - 1);
+	a = tl_bin(rep, from);
 	for (size_t i = a; i <= b; i++) {
 		uint64_t lo = rep->tl_t0 + i * rep->tl_width, hi = lo + rep->tl_width;
 		uint64_t x = from > lo ? from : lo, y = to < hi ? to : hi;
@@ -275,7 +275,7 @@ void report_loops_event(struct report *rep, struct rp_sess *s, struct rp_loop *l
 		break;
 	}
 	if (view && rep->tl_started) {
-		size_t b = report_tl_bin(rep, e->t);
+		size_t b = tl_bin(rep, e->t);
 
 		l->tl_ev[b]++;
 		if (e->kind == XTC_TAIL_LOOP_POLL)
@@ -314,21 +314,11 @@ void report_loops_finish(struct report *rep, struct rp_sess *s)
 	s->ngap_ids = s->gap_ids_cap = 0;
 }
 
-/* Free a loop's arrays. */
-void report_loop_free(struct rp_loop *l)
-{
-	free(l->reap0_t);
-	free(l->lat);
-	free(l->tl_ev);
-	free(l->tl_busy);
-	free(l->tl_polls);
-}
-
 /* ---- busy share ---- */
 
 /* Busy percent of l in n slices of [from, to); -1 where unknown. */
-void report_loops_slices(const struct report *rep, const struct rp_loop *l, uint64_t from,
-                         uint64_t to, int *pct, unsigned n)
+static void loop_slices(const struct report *rep, const struct rp_loop *l, uint64_t from,
+                        uint64_t to, int *pct, unsigned n)
 {
 	uint64_t span = to > from ? to - from : 0;
 
@@ -453,19 +443,19 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 			snprintf(busy, sizeof(busy), "-");
 		}
 		fprintf(rep->out, "    %5s %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %7" PRIu64
-		        " %-22s %6s  %s\n", rp_loop_name(lb, sizeof(lb), l->loop), l->view_events,
+		        " %-22s %6s  %s\n", print_loop(lb, sizeof(lb), l->loop), l->view_events,
 		        l->view_polls, l->poll_full, l->pf_runs, run, busy,
-		        l->events ? rp_clock(t, sizeof(t), l->last_t) : "-");
+		        l->events ? print_wall_clock(t, sizeof(t), l->last_t) : "-");
 	}
 	if (!any_busy) {
 		fprintf(rep->out, "    busy share: no data (no RUN and PARK records of procs to time "
 		        "them: nothing ran, or the SCHED source is off)\n");
 	} else {
 		fprintf(rep->out, "    busy %% by tenth of %s .. %s:\n",
-		        rp_clock(a, sizeof(a), s->view_first), rp_clock(b, sizeof(b), s->view_last));
+		        print_wall_clock(a, sizeof(a), s->view_first), print_wall_clock(b, sizeof(b), s->view_last));
 		for (size_t i = 0; i < s->nloops; i++) {
-			report_loops_slices(rep, &s->loops[i], s->view_first, s->view_last, pct, RP_SLICES);
-			fprintf(rep->out, "    %5s ", rp_loop_name(lb, sizeof(lb), s->loops[i].loop));
+			loop_slices(rep, &s->loops[i], s->view_first, s->view_last, pct, RP_SLICES);
+			fprintf(rep->out, "    %5s ", print_loop(lb, sizeof(lb), s->loops[i].loop));
 			for (int k = 0; k < RP_SLICES; k++)
 				fprintf(rep->out, pct[k] < 0 ? "   -" : " %3d", pct[k]);
 			fputc('\n', rep->out);
@@ -474,9 +464,9 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 	if (imbalance_of(s, &im))
 		fprintf(rep->out, "    %s: loop %s carries %.0f%% of the %s of %zu loops (%.1fx an even "
 		        "share); loop %s the least, %.0f%%\n",
-		        im.ratio >= 1.5 ? "IMBALANCED" : "balance", rp_loop_name(a, sizeof(a),
+		        im.ratio >= 1.5 ? "IMBALANCED" : "balance", print_loop(a, sizeof(a),
 		        s->loops[im.max].loop), im.max_share * 100, im.by_busy ? "busy time" : "records",
-		        im.nloops, im.ratio, rp_loop_name(b, sizeof(b), s->loops[im.min].loop),
+		        im.nloops, im.ratio, print_loop(b, sizeof(b), s->loops[im.min].loop),
 		        im.min_share * 100);
 }
 
@@ -514,7 +504,7 @@ void report_loops_json(struct report *rep)
 			        ",\"longest_poll_full_run\":%" PRIu64 ",\"first_real_ns\":%" PRIu64
 			        ",\"last_real_ns\":%" PRIu64 ",\"procs_spawned\":%" PRIu64 ",\"procs_exited\":%"
 			        PRIu64 ",\"untagged_reaps\":%" PRIu64 ",\"unexplained_untagged_reaps\":%" PRIu64
-			        ",\"busy_ns\":%" PRIu64, s->id, rp_loop_json(l->loop), l->events,
+			        ",\"busy_ns\":%" PRIu64, s->id, print_loop_json(l->loop), l->events,
 			        l->view_events, l->view_polls, l->poll_full, l->pf_runs, l->pf_long_n,
 			        l->first_t, l->last_t, l->spawned, l->exited, l->reap0, l->reap0_unexplained,
 			        l->view_busy_ns);
@@ -523,7 +513,7 @@ void report_loops_json(struct report *rep)
 				continue;
 			}
 			fprintf(rep->out, ",\"busy_share\":%.4f,\"busy_share_slices\":[", bp / 100);
-			report_loops_slices(rep, l, s->view_first, s->view_last, pct, RP_SLICES);
+			loop_slices(rep, l, s->view_first, s->view_last, pct, RP_SLICES);
 			for (int j = 0; j < RP_SLICES; j++)
 				fprintf(rep->out, j ? ",%d" : "%d", pct[j]);
 			fputs("]}\n", rep->out);
@@ -532,8 +522,8 @@ void report_loops_json(struct report *rep)
 			fprintf(rep->out, "{\"type\":\"imbalance\",\"session\":%" PRIu64 ",\"loops\":%zu"
 			        ",\"by\":\"%s\",\"max_loop\":%lld,\"max_share\":%.4f,\"min_loop\":%lld"
 			        ",\"min_share\":%.4f,\"ratio_to_even\":%.3f,\"imbalanced\":%s}\n", s->id,
-			        im.nloops, im.by_busy ? "busy" : "records", rp_loop_json(s->loops[im.max].loop),
-			        im.max_share, rp_loop_json(s->loops[im.min].loop), im.min_share, im.ratio,
+			        im.nloops, im.by_busy ? "busy" : "records", print_loop_json(s->loops[im.max].loop),
+			        im.max_share, print_loop_json(s->loops[im.min].loop), im.min_share, im.ratio,
 			        im.ratio >= 1.5 ? "true" : "false");
 	}
 }

@@ -199,8 +199,8 @@ void report_offcpu_text(struct report *rep)
 		const struct rp_proc *p = &rep->procs[idx[i]];
 
 		fprintf(rep->out, "  %7" PRIu64 " %-16s %5s %12s %12s %12s %8" PRIu64 " %8" PRIu64 "  %s\n",
-		        p->sess, rp_pid_name(pid, sizeof(pid), &p->pid),
-		        rp_loop_name(lb, sizeof(lb), p->loop), print_duration(a, sizeof(a), p->idle),
+		        p->sess, print_pid(pid, sizeof(pid), &p->pid),
+		        print_loop(lb, sizeof(lb), p->loop), print_duration(a, sizeof(a), p->idle),
 		        print_duration(b, sizeof(b), p->busy), print_duration(c, sizeof(c), p->sched), p->polls,
 		        p->wakes, at_end(p));
 	}
@@ -229,7 +229,7 @@ void report_offcpu_json(struct report *rep)
 		fprintf(rep->out, "{\"type\":\"offcpu\",\"session\":%" PRIu64 ",\"proc\":\"%s\",\"loop\":"
 		        "%lld,\"idle_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"scheduled_ns\":%" PRIu64
 		        ",\"polls\":%" PRIu64 ",\"wakes\":%" PRIu64 ",\"parks\":%" PRIu64 ",\"at_end\":\"%s\"}\n",
-		        p->sess, rp_pid_name(pid, sizeof(pid), &p->pid), rp_loop_json(p->loop), p->idle,
+		        p->sess, print_pid(pid, sizeof(pid), &p->pid), print_loop_json(p->loop), p->idle,
 		        p->busy, p->sched, p->polls, p->wakes, p->parks, at_end(p));
 	}
 	free(idx);

@@ -51,8 +51,8 @@ static void proc_frames(const struct report *rep, const struct rp_proc *p, char 
 	char lb[16], pid[64];
 
 	snprintf(frames[0], 96, "%s pid %" PRIu32, s->comm, s->os_pid);
-	snprintf(frames[1], 96, "loop %s", rp_loop_name(lb, sizeof(lb), p->loop));
-	snprintf(frames[2], 96, "proc %s", rp_pid_name(pid, sizeof(pid), &p->pid));
+	snprintf(frames[1], 96, "loop %s", print_loop(lb, sizeof(lb), p->loop));
+	snprintf(frames[2], 96, "proc %s", print_pid(pid, sizeof(pid), &p->pid));
 }
 
 #if HAVE_PPROF
@@ -174,7 +174,7 @@ static int pb_samples(struct report *rep, struct pb *pb, const uint32_t *idx, lo
 		for (int f = 0; f < NFRAMES; f++)      /* leaf first */
 			if (!(sm->locs[NFRAMES - 1 - f] = pb_frame(pb, frames[f])))
 				return -ENOMEM;
-		if ((task = pb_str(pb, rp_pid_name(pid, sizeof(pid), &p->pid))) < 0)
+		if ((task = pb_str(pb, print_pid(pid, sizeof(pid), &p->pid))) < 0)
 			return -ENOMEM;
 		sm->vals[0] = clamp64(p->idle);
 		sm->vals[1] = clamp64(p->busy);
@@ -188,7 +188,7 @@ static int pb_samples(struct report *rep, struct pb *pb, const uint32_t *idx, lo
 		sm->lab[0].key = k_session;
 		sm->lab[0].num = clamp64(p->sess);
 		sm->lab[1].key = k_loop;
-		sm->lab[1].num = rp_loop_json(p->loop);
+		sm->lab[1].num = print_loop_json(p->loop);
 		sm->lab[2].key = k_task;
 		sm->lab[2].str = task;
 		sm->s.n_location_id = NFRAMES;

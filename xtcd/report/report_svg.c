@@ -114,7 +114,7 @@ static void draw_lane(FILE *f, const struct report *rep, const struct frame *fr,
 	fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"lab\">s%" PRIu64 " ", LEFT - 6,
 	        ln->y + LANE_H - 5, ln->s->id);
 	xml_text(f, ln->s->comm);
-	fprintf(f, " loop %s</text>\n", rp_loop_name(lb, sizeof(lb), ln->l->loop));
+	fprintf(f, " loop %s</text>\n", print_loop(lb, sizeof(lb), ln->l->loop));
 	for (int c = 0; c < COLS; c++) {
 		uint64_t a = fr->from + span * (uint64_t)c / COLS, b = fr->from + span * (uint64_t)(c + 1) / COLS;
 
@@ -167,16 +167,16 @@ static void draw_drops(FILE *f, const struct report *rep, const struct frame *fr
 
 			if (d->to < fr->from || d->from > fr->to)
 				continue;
-			if (d->loop != lanes[i].l->loop && d->loop != XTC_TAIL_LOOP_NONE && d->cause != 4)
+			if (!report_drop_on_loop(d, lanes[i].l->loop))
 				continue;
 			x0 = x_of(fr, d->from);
 			x1 = x_of(fr, d->to);
 			fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#d62728\" "
 			        "fill-opacity=\"0.4\" stroke=\"#d62728\"><title>DROP: %" PRIu64 " records lost on loop %s (%s) "
 			        "%s .. %s</title></rect>\n", x1 - x0 < 3 ? x0 - 1.5 : x0, lanes[i].y - 2, x1 - x0 < 3 ? 3 : x1 - x0,
-			        LANE_H + 4, d->count, rp_loop_name(lb, sizeof(lb), d->loop),
-			        segread_drop_cause_name(d->cause, cause, sizeof(cause)),
-			        rp_clock(a, sizeof(a), d->from), rp_clock(b, sizeof(b), d->to));
+			        LANE_H + 4, d->count, print_loop(lb, sizeof(lb), d->loop),
+			        segname_drop_cause(d->cause, cause, sizeof(cause)),
+			        print_wall_clock(a, sizeof(a), d->from), print_wall_clock(b, sizeof(b), d->to));
 		}
 	}
 	(void)rep;
@@ -362,7 +362,7 @@ int report_svg(struct report *rep, const char *path)
 	xml_text(f, segread_dir(rep->r));
 	fprintf(f, "</text>\n<text x=\"10\" y=\"40\" class=\"lab2\">");
 	if (rep->view_events)
-		fprintf(f, "from %s for %s, %" PRIu64 " records, %zu finding%s", rp_time(a, sizeof(a),
+		fprintf(f, "from %s for %s, %" PRIu64 " records, %zu finding%s", print_wall(a, sizeof(a),
 		        fr.from), print_duration(d, sizeof(d), fr.to - fr.from), rep->view_events,
 		        report_find_count(rep), report_find_count(rep) == 1 ? "" : "s");
 	else

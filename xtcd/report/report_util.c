@@ -129,7 +129,7 @@ int rp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 /* ---- histogram ---- */
 
 /* Exact below RP_HIST_SUB; above, 32 linear buckets per power of two. */
-unsigned rp_hist_index(uint64_t v)
+static unsigned hist_index(uint64_t v)
 {
 	unsigned e;
 
@@ -160,7 +160,7 @@ void rp_hist_add(struct rp_hist *h, uint64_t v)
 		h->max = v;
 	h->n++;
 	h->sum += v;
-	h->b[rp_hist_index(v)]++;
+	h->b[hist_index(v)]++;
 }
 
 /* The value at quantile q: the top of the bucket holding it. */
@@ -188,78 +188,12 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 	return h->max;
 }
 
-/* Add src's counts to dst. */
-void rp_hist_merge(struct rp_hist *dst, const struct rp_hist *src)
-{
-	if (src->n == 0)
-		return;
-	if (dst->n == 0 || src->min < dst->min)
-		dst->min = src->min;
-	if (src->max > dst->max)
-		dst->max = src->max;
-	dst->n += src->n;
-	dst->sum += src->sum;
-	for (unsigned i = 0; i < RP_HIST_N; i++)
-		dst->b[i] += src->b[i];
-}
-
 /* ---- formatting ---- */
-
-/* Local wall-clock time with microseconds. */
-const char *rp_time(char *buf, size_t len, uint64_t real_ns)
-{
-	time_t sec = (time_t)(real_ns / 1000000000u);
-	struct tm tm;
-	char day[32];
-
-	if (!localtime_r(&sec, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm))
-		snprintf(day, sizeof(day), "@%lld", (long long)sec);
-	snprintf(buf, len, "%s.%06u", day, (unsigned)(real_ns % 1000000000u / 1000u));
-	return buf;
-}
-
-/* The time of day part of rp_time(). */
-const char *rp_clock(char *buf, size_t len, uint64_t real_ns)
-{
-	char full[64];
-	const char *sp;
-
-	rp_time(full, sizeof(full), real_ns);
-	sp = strchr(full, ' ');
-	snprintf(buf, len, "%s", sp ? sp + 1 : full);
-	return buf;
-}
-
-/* A loop id, "-" for none. */
-const char *rp_loop_name(char *buf, size_t len, uint32_t loop)
-{
-	if (loop == XTC_TAIL_LOOP_NONE)
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "%" PRIu32, loop);
-	return buf;
-}
-
-/* A loop for JSON: -1 for none. */
-long long rp_loop_json(uint32_t loop)
-{
-	return loop == XTC_TAIL_LOOP_NONE ? -1 : (long long)loop;
-}
-
-/* loop.local.gen, "-" for a loop of none. */
-const char *rp_pid_name(char *buf, size_t len, const xtc_pid_t *pid)
-{
-	char l[16];
-
-	snprintf(buf, len, "%s.%" PRIu32 ".%" PRIu64, rp_loop_name(l, sizeof(l), pid->loop_id),
-	         pid->local_id, pid->gen);
-	return buf;
-}
 
 /* A kind's name. */
 const char *rp_kind(uint32_t kind)
 {
 	static char other[24];
 
-	return segread_kind_name(kind, other, sizeof(other));
+	return segname_kind(kind, other, sizeof(other));
 }

@@ -1,0 +1,228 @@
+/*
+ * xtcd/store_recover.c - what a previous xtcd left behind.
+ *
+ * At start the segments in --dir join the budget's list, and the newest
+ * one is mended: a torn tail (a daemon killed mid-write) is cut back to its
+ * last whole block, and the sessions it left open (a start and no end) are
+ * learnt with their counts, so that the new segment can close them as
+ * incomplete with what they had written and dropped.  A shutdown's
+ * SEGMENT_END says that every session had ended.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/common/clock.h"
+#include "lib/seg/seg.h"
+#include "lib/seg/segread.h"
+#include "xtcd/store_int.h"
+#include "xtcd/xtcd.h"
+
+struct open_session {
+	uint64_t id;
+	uint64_t written;
+	uint64_t dropped;
+	int      ended;
+};
+
+struct store_recovery {
+	struct open_session *s;
+	size_t n;
+	uint64_t max_id;
+	int      shutdown_end;  /* a SEGMENT_END written at shutdown (next_seq 0) */
+};
+
+static struct open_session *recovery_find(struct store_recovery *r, uint64_t id, int add)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->s[i].id == id)
+			return &r->s[i];
+	if (!add)
+		return NULL;
+	{
+		struct open_session *p = realloc(r->s, (r->n + 1) * sizeof *p);
+
+		if (p == NULL)
+			return NULL;
+		r->s = p;
+		r->s[r->n] = (struct open_session){ .id = id };
+		return &r->s[r->n++];
+	}
+}
+
+static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off, void *user)
+{
+	struct store_recovery *r = user;
+	struct open_session *s;
+
+	(void)off;
+	switch (h->type) {
+	case XTC_BLK_SESSION_START:
+		if (h->len >= sizeof(struct xtc_seg_session_start)) {
+			uint64_t id = ((const struct xtc_seg_session_start *)p)->session_id;
+
+			recovery_find(r, id, 1);
+			if (id > r->max_id)
+				r->max_id = id;
+		}
+		break;
+	case XTC_BLK_EVENTS:
+		if (h->len >= sizeof(struct xtc_seg_events)) {
+			const struct xtc_seg_events *e = p;
+
+			if ((s = recovery_find(r, e->session_id, 0)) != NULL)
+				s->written += e->count;
+		}
+		break;
+	case XTC_BLK_DROP:
+		if (h->len >= sizeof(struct xtc_seg_drop)) {
+			const struct xtc_seg_drop *d = p;
+
+			if ((s = recovery_find(r, d->session_id, 0)) != NULL)
+				s->dropped += d->count;
+		}
+		break;
+	case XTC_BLK_SESSION_END:
+		if (h->len >= sizeof(struct xtc_seg_session_end) &&
+		    (s = recovery_find(r, ((const struct xtc_seg_session_end *)p)->session_id, 0)) != NULL)
+			s->ended = 1;
+		break;
+	case XTC_BLK_SEGMENT_END:
+		r->shutdown_end = h->len >= sizeof(struct xtc_seg_segment_end) &&
+		                  ((const struct xtc_seg_segment_end *)p)->next_seq == 0;
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Mend segment seq, the newest one left: cut its torn tail and learn which
+ * sessions it left open.  Returns 0 when it is only a file that an xtcd
+ * killed while creating it left shorter than a file header (it holds
+ * nothing: deleted, and the segment before it is the one to mend), 1
+ * otherwise.
+ */
+static int recover_segment(uint64_t seq, struct store_recovery *r)
+{
+	struct seg_scan scan;
+	char path[4096];
+	int fd, ret = 1;
+
+	seg_path(path, sizeof path, cfg.dir, seq);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		xlog("cannot open %s to recover it: %s", path, strerror(errno));
+		return 1;
+	}
+	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
+		if (scan.header_ok)
+			store_session_id_floor(scan.hdr.next_session_id);
+		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
+			xlog("%s: %lld bytes and no file header, left by an xtcd killed while creating "
+			     "it; deleted", path, (long long)scan.file_size);
+			if (unlink(path) == 0)
+				store_disk_forget(seq);
+			ret = 0;
+		} else if (scan.torn && scan.header_ok) {
+			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
+			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
+			if (ftruncate(fd, scan.valid_end) < 0)
+				xlog("cannot cut %s: %s", path, strerror(errno));
+			store_disk_set_bytes(seq, (uint64_t)scan.valid_end);
+		} else if (!scan.header_ok) {
+			xlog("%s: not a segment (bad header); left as it is", path);
+		}
+		if (!(scan.clean_end && r->shutdown_end) && scan.header_ok)
+			xlog("%s: the previous xtcd did not shut down cleanly", path);
+		/* Every session ended before a shutdown's SEGMENT_END; one
+		 * written at a rotation whose next segment never came says
+		 * nothing about them. */
+		if (scan.clean_end && r->shutdown_end)
+			for (size_t i = 0; i < r->n; i++)
+				r->s[i].ended = 1;
+	}
+	close(fd);
+	return ret;
+}
+
+/* Find the segments, mend the newest one, and learn which sessions it
+ * left open.  Returns the next segment number. */
+static uint64_t recover(struct store_recovery *r)
+{
+	uint64_t *seqs = NULL, next;
+	size_t n = 0;
+	char path[4096];
+
+	if (seg_list(cfg.dir, &seqs, &n) < 0 || n == 0) {
+		free(seqs);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct stat sb;
+
+		seg_path(path, sizeof path, cfg.dir, seqs[i]);
+		if (stat(path, &sb) == 0)
+			store_disk_add(seqs[i], (uint64_t)sb.st_size, 0);
+	}
+	next = seqs[n - 1] + 1;
+	for (size_t i = n; i-- > 0 && recover_segment(seqs[i], r) == 0;)
+		;
+	free(seqs);
+	store_session_id_floor(r->max_id + 1);
+	return next;
+}
+
+/* Close the sessions a crashed daemon left open, in the new segment. */
+static void recovery_close_sessions(struct store_recovery *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		struct xtc_seg_session_end *e;
+
+		if (r->s[i].ended)
+			continue;
+		e = store_block_begin(sizeof *e);
+		if (e == NULL)
+			break;
+		memset(e, 0, sizeof *e);
+		e->session_id = r->s[i].id;
+		e->end_mono_ns = mono_ns();
+		e->reason = XTC_END_DAEMON_CRASHED;
+		e->complete = 0;
+		e->written = r->s[i].written;
+		e->dropped = r->s[i].dropped;
+		e->produced = e->written + e->dropped;
+		store_block_end(XTC_BLK_SESSION_END, 0, sizeof *e, NULL);
+		xlog("session %llu was left open by a crash: closed as incomplete",
+		     (unsigned long long)r->s[i].id);
+	}
+}
+
+uint64_t store_recover(struct store_recovery **rp)
+{
+	struct store_recovery *r = calloc(1, sizeof *r);
+
+	*rp = r;
+	if (r == NULL) {
+		xlog("out of memory recovering the segments");
+		return 1;
+	}
+	return recover(r);
+}
+
+void store_recover_close(struct store_recovery *r)
+{
+	recovery_close_sessions(r);
+	store_recover_free(r);
+}
+
+void store_recover_free(struct store_recovery *r)
+{
+	if (r != NULL)
+		free(r->s);
+	free(r);
+}
