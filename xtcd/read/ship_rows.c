@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
 #include "xtcd/read/ship.h"
 
@@ -122,7 +123,7 @@ static void event_row(FILE *out, const struct ship_key *k, const struct segread_
 	        ",\"wall_ns\":%" PRIu64 ",\"ts_ns\":%" PRIu64 ",\"kind\":\"%s\",\"source\":%" PRIu32
 	        ",\"detail\":%" PRIu64 "}\n", it->u.event.ring, it->u.event.loop_id, r->pid.loop_id,
 	        r->pid.local_id, r->pid.gen, wall / NS, wall, r->ts_ns,
-	        segread_kind_name(r->kind, kb, sizeof(kb)), r->source, r->detail);
+	        segname_kind(r->kind, kb, sizeof(kb)), r->source, r->detail);
 }
 
 /* The columns a session's start and end rows share. */
@@ -170,7 +171,7 @@ static void end_row(FILE *out, const struct ship_key *k, const struct segread_it
 	fprintf(out, ",\"end_ns\":%" PRIu64 ",\"reason\":\"%s\",\"produced\":%" PRIu64
 	        ",\"written\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"lost\":%" PRIu64
 	        ",\"complete\":%d,\"ended\":1}\n", it->has_real ? it->real_ns : 0,
-	        segread_end_reason_name(e->reason, rb, sizeof(rb)), e->produced, e->written,
+	        segname_end_reason(e->reason, rb, sizeof(rb)), e->produced, e->written,
 	        e->dropped, e->lost, e->complete ? 1 : 0);
 }
 
@@ -197,7 +198,7 @@ static void drop_row(FILE *out, const struct ship_key *k, const struct segread_i
 	key_cols(out, k);
 	fputs(",\"what\":\"drop\"", out);
 	loss_cols(out, d->session_id, s, d->ring, d->loop_id, d->count, from, to,
-	          segread_drop_cause_name(d->cause, cb, sizeof(cb)));
+	          segname_drop_cause(d->cause, cb, sizeof(cb)));
 	fputs(",\"first_seq\":0,\"last_seq\":0,\"bytes\":0}\n", out);
 }
 
@@ -222,7 +223,7 @@ static void corrupt_row(FILE *out, const struct ship_key *k, const struct segrea
 	key_cols(out, k);
 	fputs(",\"what\":\"corrupt\"", out);
 	loss_cols(out, c->session_id, it->session, c->ring, 0, 0, k->seg_ns, k->seg_ns,
-	          segread_corrupt_reason_name(c->reason, rb, sizeof(rb)));
+	          segname_corrupt_reason(c->reason, rb, sizeof(rb)));
 	fputs(",\"first_seq\":0,\"last_seq\":0,\"bytes\":0}\n", out);
 }
 
