@@ -15,6 +15,9 @@
 #     detail and ts_ns; no key twice; sessions = --stats; drops = --cat's
 #     DROP records; and every query of contrib/clickhouse/queries.sql
 #     returns what --stats and --report say of the same record.
+#  4. host-c: segments the byte budget deleted before its shipper sent
+#     them are one drops row (what = 'unshipped', exactly those segments),
+#     and everything still on disk is shipped.
 # Exit 77 only when clickhouse-server is missing or cannot start here
 # (the CI stage scripts/ci_ship.sh installs it).
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
@@ -25,7 +28,7 @@ command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is needed to talk to Click
 PIDS=()
 ship_cleanup() {
 	local p
-	for p in "${PIDS[@]}" ${SHIP_A:-} ${SHIP_B:-}; do kill -9 "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}" ${SHIP_A:-} ${SHIP_B:-} ${SHIP_C:-}; do kill -9 "$p" 2>/dev/null; done
 	ch_kill
 	cleanup
 }
@@ -165,3 +168,44 @@ echo "ok: host-b's xtcd-ship.prom: $want_b events shipped, none pending, failure
 python3 "$top_srcdir/tests/e2e_ship_check.py" "$XTCD" "http://127.0.0.1:$CH_HTTP/?database=xtc" \
 	"$top_srcdir/contrib/clickhouse/queries.sql" host-a="$T/a" host-b="$T/b" ||
 	fail "ClickHouse does not hold what the segments hold"
+
+# ---- 4: segments the byte budget deleted before they were shipped
+# host-c ships a first app, its shipper stops, a second app's records make
+# xtcd delete what the cursor points at and more; the shipper restarts,
+# says so, ships what is left and records the gap as drops.what =
+# 'unshipped', first_seq..last_seq exactly the segments it never sent.
+mkdir -p "$T/c"
+"$XTCD" --dir "$T/c" --socket "$T/c.sock" --segment-bytes 64K --max-bytes 512K --drain-ms 10 \
+	>>"$T/c.log" 2>&1 &
+XTCD_c=$!; PIDS+=($!)
+for _ in $(seq 1 500); do grep -q listening "$T/c.log" 2>/dev/null && break; sleep 0.02; done
+start_shipper c
+XTC_TAIL_SHM=$T/c.sock "$LOADGEN" 1 20000 20000 >/dev/null || fail "loadgen on host-c failed"
+disk_c() { "$XTCD" --cat "$T/c" --json 2>/dev/null | grep -c '"type":"event"'; }
+want=$(disk_c)
+for _ in $(seq 1 300); do
+	[ "$(ch_q "SELECT count() FROM xtc.events FINAL WHERE host = 'host-c'")" = "$want" ] && break
+	sleep 0.2
+done
+kill -TERM "$SHIP_C"; wait "$SHIP_C" || fail "host-c's shipper exited $? after SIGTERM"
+SHIP_C=
+read -r _ _ cseq _ cdone _ <"$T/c/.xtcd-ship.cursor"
+XTC_TAIL_SHM=$T/c.sock "$LOADGEN" 1 300000 100000 >/dev/null || fail "loadgen on host-c failed"
+oldest=$(ls "$T/c" | sed -n 's/^xtc-0*\([0-9][0-9]*\)\.seg$/\1/p' | sort -n | head -n 1)
+first=$cseq; [ "$cdone" = 1 ] && first=$((cseq + 1))
+[ "$oldest" -gt "$first" ] || fail "the budget deleted nothing unshipped (oldest $oldest, cursor $cseq)"
+start_shipper c
+want=$("$XTCD" --cat "$T/c" --json 2>/dev/null | grep -c '"type":"event"')
+for _ in $(seq 1 300); do
+	got=$(ch_q "SELECT count() FROM xtc.events FINAL WHERE host = 'host-c' AND seg >= $oldest")
+	[ "$got" = "$want" ] && break
+	sleep 0.2
+done
+[ "$got" = "$want" ] || fail "host-c: $got events of segments $oldest.. in ClickHouse, $want on disk"
+row=$(ch_q "SELECT first_seq, last_seq, count FROM xtc.drops FINAL WHERE host = 'host-c' AND what = 'unshipped'")
+[ "$row" = "$first	$((oldest - 1))	$((oldest - first))" ] ||
+	fail "host-c: unshipped rows '$row', expected segments $first..$((oldest - 1))"
+grep -q "deleted under the byte budget before" "$T/ship-c.log" || fail "host-c's shipper did not say what it lost"
+kill -TERM "$SHIP_C"; wait "$SHIP_C" || fail "host-c's shipper exited $? after SIGTERM"
+SHIP_C=
+echo "ok: host-c: segments $first..$((oldest - 1)) deleted before they were shipped are one 'unshipped' row; the $want records left are all in ClickHouse"
