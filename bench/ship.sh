@@ -83,4 +83,6 @@ emitted=$(grep -o 'emitted [0-9]*' "$T/lag.out")
 sort -n "$T/lags" | awk -v rate="$RATE" -v e="$emitted" '{a[NR] = $1} END {
 	printf "lag at %d events/s (%s): emit to visible in ClickHouse, %d samples: median %d ms, p90 %d ms, max %d ms\n",
 	       rate, e, NR, a[int(NR / 2) + 1], a[int(NR * 0.9) + 1], a[NR] }'
+stop_xtcd
+kill -TERM "$sp"; wait "$sp"
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
