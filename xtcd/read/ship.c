@@ -320,19 +320,22 @@ static void go_to(struct ship *s, uint64_t seq)
  * from byte at): one line now, a row with the next segment's header. */
 static void note_gap(struct ship *s, uint64_t first, off_t at, uint64_t last)
 {
+	char from[64] = "";
+
 	if (at <= FILE_HDR)
 		at = 0;
+	if (at)
+		snprintf(from, sizeof(from), " (the first from byte %lld on)", (long long)at);
 	fprintf(stderr, "xtcd: segment%s %" PRIu64 "..%" PRIu64 " %s deleted under the byte budget "
 	        "before %s shipped%s; recording that in ClickHouse as drops.what = 'unshipped'\n",
 	        first == last ? "" : "s", first, last, first == last ? "was" : "were",
-	        first == last ? "it was" : "they were", at ? " (the first from byte offset on)" : "");
+	        first == last ? "it was" : "they were", from);
 	if (s->gap)
 		return;  /* an earlier gap not yet placed: its row covers from there */
 	s->gap = 1;
 	s->gap_first = first;
 	s->gap_last = last;
 	s->gap_at = at;
-	s->unshipped += last - first + 1;
 }
 
 /* ---- reading ---- */
@@ -354,8 +357,9 @@ static void segment_begin(struct ship *s, const struct xtc_seg_file_hdr *h)
 	s->boot[32] = '\0';
 	s->seg_ns = h->created_real_ns;
 	if (s->gap) {
-		if (s->gap_last >= h->seq)
-			s->gap_last = h->seq - 1;
+		/* Everything between the gap's start and this segment is gone. */
+		s->gap_last = h->seq > s->gap_first ? h->seq - 1 : s->gap_first;
+		s->unshipped += s->gap_last - s->gap_first + 1;
 		ship_row_unshipped(s->b.f[SHIP_DROPS], s->host, s->gap_first, s->gap_last,
 		                   (uint64_t)s->gap_at, h->created_real_ns);
 		batch_count(&s->b, SHIP_DROPS, h->created_real_ns);
@@ -550,9 +554,11 @@ static void send_failed(struct ship *s)
 		s->down = 1;
 		s->down_since_ms = s->said_ms = now;
 		s->backoff_ms = BACKOFF_MIN_MS;
-		fprintf(stderr, "xtcd: ClickHouse at %s did not take a batch of %" PRIu64 " rows: %s; "
+		fprintf(stderr, "xtcd: ClickHouse at %s did not take a batch of %" PRIu64 " rows: %s%s; "
 		        "keeping them and retrying (every %u s at most), said again once a minute\n",
-		        s->url_shown, s->b.rows, s->err, BACKOFF_MAX_MS / 1000);
+		        s->url_shown, s->b.rows, s->err,
+		        strstr(s->err, "Code: 60,") ? " (create the tables with --ship-create)" : "",
+		        BACKOFF_MAX_MS / 1000);
 	} else {
 		if (now - s->said_ms >= SAY_EVERY_MS) {
 			s->said_ms = now;
