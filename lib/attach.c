@@ -8,6 +8,11 @@
  * The rings stay in drop-new mode the whole time, so records a restarted
  * daemon has not yet drained are never overwritten: it resumes from the
  * ring tails and nothing in the rings is lost.
+ *
+ * A failure an operator must fix (no permission on the socket, a path
+ * that is not a socket, a refused hello) is said once on stderr, since a
+ * program recording only in-process would otherwise go unnoticed; a
+ * daemon that is merely not running yet is no news.
  */
 #include "config.h"
 
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,6 +39,8 @@ static struct {
 	int      stopping;
 	int      resume_in_child; /* the parent was attaching when it forked */
 	int      refused;         /* the last answer was a REFUSE */
+	int      warned;          /* the failure line was written since the last attach */
+	char     reason[160];     /* the last REFUSE's reason, printable */
 	int      stop_fd;       /* eventfd: wakes the thread to stop */
 	int      conn_fd;       /* the live connection, or -1 */
 	uint32_t attach_count;
@@ -110,6 +118,17 @@ static void install_nudge(int fd)
 	close(fd);
 }
 
+/* Keep the daemon's reason, each byte that is not printable ASCII made
+ * '?': it goes to the operator's terminal in one line. */
+static void keep_reason(const char *r)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof at.reason - 1 && r[i] != '\0'; i++)
+		at.reason[i] = r[i] >= 0x20 && r[i] < 0x7f ? r[i] : '?';
+	at.reason[i] = '\0';
+}
+
 /* Read the daemon's answer within ms.  Returns 0 accepted, -errno
  * otherwise. */
 static int read_answer(int fd, int ms)
@@ -151,11 +170,13 @@ static int read_answer(int fd, int ms)
 	    m.hdr.type == XTC_MSG_REFUSE) {
 		m.ref.reason[sizeof m.ref.reason - 1] = '\0';
 		at.refused = 1;
+		keep_reason(m.ref.reason);
 		tail_log(0, "xtcd at %s refused the attach: %s", at.path, m.ref.reason);
 		return -(m.ref.error > 0 && m.ref.error < 4096 ? m.ref.error : EPROTO);
 	}
 	tail_log(0, "xtcd at %s answered with %s", at.path, n == 0 ? "a close" : "an unknown message");
-	return -EPROTO;
+	/* A close is a daemon stopping mid-hello; anything else is not xtcd. */
+	return n == 0 ? -ECONNRESET : -EPROTO;
 }
 
 /* Connect, say hello and read the answer (waiting up to ms).  Returns the
@@ -183,6 +204,77 @@ fail:
 	return err;
 }
 
+/* What an operator must fix for attaching to succeed, in words, or NULL
+ * when nothing but time will: an absent daemon (no socket, or a socket
+ * nobody listens on), one starting, busy or stopping, a forked child's
+ * missing segment, a shortage of memory or descriptors. */
+static const char *failure_text(int err)
+{
+	struct stat st;
+
+	if (at.refused)
+		return at.reason;
+	switch (-err) {
+	case ENOENT:
+	case ETIMEDOUT:
+	case ECONNRESET:
+	case EPIPE:
+	case EAGAIN:
+	case EINTR:
+	case ENODEV:
+	case ENOMEM:
+	case ENOBUFS:
+	case EMFILE:
+	case ENFILE:
+		return NULL;
+	case ECONNREFUSED:
+		/* connect(2) says so for a regular file or a directory too. */
+		return stat(at.path, &st) == 0 && !S_ISSOCK(st.st_mode) ? "not a socket" : NULL;
+	case EPROTO:
+		return "what listens there does not speak the xtcd protocol";
+	default:
+		return strerror(-err);
+	}
+}
+
+/* Append s to the line buf of size cap, holding *n bytes. */
+static void line_put(char *buf, size_t cap, size_t *n, const char *s)
+{
+	while (*s != '\0' && *n < cap - 1)
+		buf[(*n)++] = *s++;
+}
+
+/* The one line an operator reads when attaching cannot succeed until they
+ * act, once per run of failures, unless XTC_TAIL_QUIET=1.  Built in a
+ * fixed buffer and written in one write(2), so it neither allocates nor
+ * interleaves with other writers; errno is kept. */
+static void warn_once(int err)
+{
+	const char *why, *quiet;
+	char buf[512];
+	size_t n = 0;
+	int saved = errno;
+
+	if (at.warned || (why = failure_text(err)) == NULL) {
+		errno = saved;
+		return;
+	}
+	at.warned = 1;
+	quiet = getenv("XTC_TAIL_QUIET");
+	if (quiet == NULL || strcmp(quiet, "1") != 0) {
+		line_put(buf, sizeof buf, &n, "xtc_tail: cannot attach to ");
+		line_put(buf, sizeof buf, &n, at.path);
+		line_put(buf, sizeof buf, &n, at.refused ? ": xtcd refused: " : ": ");
+		line_put(buf, sizeof buf, &n, why);
+		line_put(buf, sizeof buf, &n, "; recording in-process only, retrying");
+		buf[n++] = '\n';
+		if (write(STDERR_FILENO, buf, n) < 0) {
+			/* nowhere left to report it */
+		}
+	}
+	errno = saved;
+}
+
 /* Sleep for ms unless asked to stop.  Returns -1 on stop. */
 static int backoff_sleep(unsigned ms)
 {
@@ -203,6 +295,7 @@ static void *attach_main(void *arg)
 		if (fd < 0) {
 			/* A daemon that is absent, starting or dying: retry soon.
 			 * One that refused us: it will likely refuse again. */
+			warn_once(fd);
 			if (at.refused)
 				backoff = 30000;
 			if (fd != -ENOENT && fd != -ECONNREFUSED)
@@ -214,6 +307,7 @@ static void *attach_main(void *arg)
 			continue;
 		}
 		backoff = 10;
+		at.warned = 0; /* a later failure is news again */
 		if (at.conn_fd < 0) {
 			at.attach_count++;
 			pthread_mutex_lock(&at.lock);
@@ -264,11 +358,16 @@ int attach_start(const char *path, int now)
 	 * is still recorded; an absent daemon fails at once (ENOENT or
 	 * ECONNREFUSED) and the thread keeps trying. */
 	if (now) {
-		int fd = attach_once(1000);
+		int fd;
+
+		at.refused = 0;
+		fd = attach_once(1000);
 
 		if (fd >= 0) {
 			at.conn_fd = fd;
 			at.attach_count++;
+		} else {
+			warn_once(fd);
 		}
 	}
 	sigfillset(&all);

@@ -3,7 +3,9 @@
 # demo's realistic mix, and an overloaded session with drops):
 #  - chrome: valid JSON; every event has name/ph/ts/pid/tid; names for
 #    every process and track; RUN slices on a track never overlap; every
-#    record's time is exact; drops and session ends are named markers;
+#    record's time is exact; drops and session ends are named markers (how
+#    viewers' double arithmetic sees the slices, and the viewers
+#    themselves: tests/e2e_chrome_viewers.sh);
 #  - dial9: parsed frame by frame against the spec's framing (TRC\0,
 #    version 1, schema before use, exact timestamps through resets);
 #  - xtcl: the seed-000 header and every varint record;
@@ -76,7 +78,7 @@ for e in ev:
     for k in ("name", "ph", "ts", "pid", "tid"):
         if k not in e:
             fail("event without %s: %r" % (k, e))
-    if e["ph"] not in "MXi":
+    if e["ph"] not in "MXistf":
         fail("unexpected phase: %r" % e)
     if e["ph"] == "i" and e.get("s") not in ("t", "p", "g"):
         fail("instant without a scope: %r" % e)
@@ -86,14 +88,14 @@ threads = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "
 for e in ev:
     if e["ph"] != "M" and e["pid"] not in procs:
         fail("no process_name for pid %d" % e["pid"])
-    if (e["ph"] == "X" or e.get("s") == "t") and (e["pid"], e["tid"]) not in threads:
+    if (e["ph"] in "Xstf" or e.get("s") == "t") and (e["pid"], e["tid"]) not in threads:
         fail("no thread_name for %r" % ((e["pid"], e["tid"]),))
 tracks = defaultdict(list)
 for e in ev:
     if e["ph"] == "X":
-        if e["dur"] < 0:
-            fail("negative duration: %r" % e)
-        tracks[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])))
+        if e["dur"] < 0 or abs(e["dur"] * 1000 - e["args"]["dur_ns"]) > Decimal("0.001"):
+            fail("dur is not the slice's length in args.dur_ns: %r" % e)
+        tracks[(e["pid"], e["tid"])].append((ns(e["ts"]), ns(e["ts"]) + e["args"]["dur_ns"]))
 for t, sl in tracks.items():
     sl.sort()
     for (a0, a1), (b0, b1) in zip(sl, sl[1:]):

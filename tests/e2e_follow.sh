@@ -56,8 +56,14 @@ kill -TERM $f2
 wait $f2 || fail "the polling follower exited $? on SIGTERM"
 diff "$T/all.json" "$T/f1.json" >"$T/diff1" || { head -n 20 "$T/diff1"; fail "the follower's lines differ from --cat's"; }
 diff "$T/all.json" "$T/f2.json" >"$T/diff2" || { head -n 20 "$T/diff2"; fail "the polling follower's lines differ from --cat's"; }
-[ -s "$T/f1.err" ] && { cat "$T/f1.err"; fail "the follower complained"; }
+# Started on an empty directory, each says once what it waits for, and
+# nothing else.
+waiting="xtcd: waiting for segments in $DIR: there are none yet"
+for e in "$T/f1.err" "$T/f2.err"; do
+	[ "$(cat "$e")" = "$waiting" ] || { cat "$e"; fail "a follower of an empty directory did not say '$waiting' once, and only that"; }
+done
 echo "ok: two followers saw the same $n lines as --cat across $segs segments"
+echo "ok: each said once: $waiting"
 
 # ---- 2: -n, filters, SIGTERM and a closed pipe
 "$XTCD" --cat "$DIR" >"$T/all.txt" || fail "--cat failed"

@@ -51,3 +51,32 @@ if [ -n "$unitdir" ]; then
 		{ echo "xtcd.service not installed in $unitdir, or not naming $prefix/bin/xtcd"; exit 1; }
 fi
 echo "ok: install, pkg-config, link, exports and man pages"
+
+# ---- `sudo make install` into /usr/local, for real: the program runs with
+# no LD_LIBRARY_PATH, the dynamic linker finding the library through the
+# cache the install refreshed.  In a private mount namespace, so the host
+# is untouched: /usr/local a tmpfs, /etc an overlay (ldconfig writes its
+# cache there), the units into the staging root.
+if [ "$prefix" != /usr/local ]; then
+	echo "note: $build is configured for $prefix, not /usr/local: the real install was not checked"
+	exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! unshare --mount true 2>/dev/null; then
+	echo "note: not root, or no mount namespaces: the real install into /usr/local was not checked"
+	exit 0
+fi
+mkdir -p "$stage/etc-upper" "$stage/etc-work" "$stage/units"
+unshare --mount --propagation private bash -eu -c '
+	build=$1 stage=$2
+	mount -t tmpfs tmpfs /usr/local
+	mount -t overlay overlay -o "lowerdir=/etc,upperdir=$stage/etc-upper,workdir=$stage/etc-work" /etc ||
+		{ echo "note: no overlay file system for /etc: the real install was not checked"; exit 0; }
+	make -C "$build" -s install systemdsystemunitdir="$stage/units" >/dev/null
+	cc -std=c99 -Wall -Werror -pedantic -o /usr/local/bin/xtc-user "$stage/user.c" \
+		$(PKG_CONFIG_PATH=/usr/local/lib/pkgconfig pkg-config --cflags --libs xtctail)
+	out=$(env -u LD_LIBRARY_PATH /usr/local/bin/xtc-user 2>&1) ||
+		{ echo "FAIL: after make install into /usr/local, the installed program does not run: $out"; exit 1; }
+	echo "installed into /usr/local: $out"
+	ldd /usr/local/bin/xtc-user | grep libxtctail
+	echo "ok: make install into /usr/local: the dynamic linker finds libxtctail without LD_LIBRARY_PATH"
+' install-check "$build" "$stage"

@@ -103,6 +103,7 @@ static void usage(FILE *f)
 "       xtcd --cat DIR [--json] [FILTER]...           print every record and exit\n"
 "       xtcd --follow DIR [-n N|all] [--json] [FILTER]...   print records as written\n"
 "       xtcd --export chrome|dial9|xtcl DIR [FILTER]... > FILE   for a trace viewer\n"
+"       xtcd --export ctf DIR OUT [FILTER]...         CTF 1.8 for babeltrace2\n"
 "       xtcd --stats DIR [--json] [FILTER]...         sessions and loops at a glance\n"
 "       xtcd --report DIR [--json] [--svg FILE] [FILTER]...   verdicts: lost wakeups,\n"
 "                                stalled loops, latency, off-CPU time\n"
@@ -142,7 +143,11 @@ static void usage(FILE *f)
 "      --follow DIR         print the last records, then each new one as it is written\n"
 "  -n, --lines N|all        with --follow: show the last N records first (default 10)\n"
 "      --export FMT DIR     write the records to stdout as chrome (trace JSON for\n"
-"                           ui.perfetto.dev), dial9, or xtcl (binary: redirect it)\n"
+"                           ui.perfetto.dev: slices, instants, wakeup chains as\n"
+"                           flow arrows), dial9, or xtcl (binary: redirect it)\n"
+"      --export ctf DIR OUT write a CTF 1.8 trace (metadata and one stream per\n"
+"                           loop) into the new or empty directory OUT, for\n"
+"                           babeltrace2 and Trace Compass\n"
 "      --stats DIR          per session and loop: events, drops, how it ended\n"
 "      --report DIR         find wakeup chains that never completed (never submitted,\n"
 "                           never reaped, not handed on, never run), failed submits,\n"
@@ -194,6 +199,7 @@ static void usage(FILE *f)
 "  xtcd --cat /var/lib/xtcd --pid 4242 --since -5m --until -1m\n"
 "  xtcd --export chrome /var/lib/xtcd --session 3 > trace.json   (open in ui.perfetto.dev)\n"
 "  xtcd --export dial9 /var/lib/xtcd --session 3 > trace.bin\n"
+"  xtcd --export ctf /var/lib/xtcd /tmp/ctf && babeltrace2 /tmp/ctf\n"
 "  xtcd --report /var/lib/xtcd --pid 4242 --svg report.svg\n"
 "  xtcd --report /var/lib/xtcd --export pprof > offcpu.pb.gz   (go tool pprof offcpu.pb.gz)\n"
 "  xtcd --report --diff -10m..-5m -5m..now /var/lib/xtcd\n"
@@ -293,6 +299,7 @@ struct mode {
 	const char *stats_dir;
 	const char *export_format;
 	const char *export_dir;      /* the argument after --export FORMAT */
+	const char *export_out;      /* ctf: the directory after it */
 	struct read_opts ro;
 	const char *reading_opt;     /* a reading-only option given, for errors */
 	int lines_given;
@@ -420,13 +427,22 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 	if (m->export_format != NULL && !m->report) {
 		if (!export_format_valid(m->export_format))
 			bad_value("--export", m->export_format,
-			          "expected chrome, dial9 or xtcl (or, with --report, pprof or collapsed)");
+			          "expected chrome, ctf, dial9 or xtcl (or, with --report, pprof or "
+			          "collapsed)");
 		if (optind >= argc) {
 			fprintf(stderr, "xtcd: --export %s needs the segment directory: xtcd --export %s "
 			        "DIR > FILE\n", m->export_format, m->export_format);
 			exit(2);
 		}
 		m->export_dir = argv[optind++];
+		if (export_format_is_dir(m->export_format)) {
+			if (optind >= argc) {
+				fprintf(stderr, "xtcd: --export %s needs the directory to write to: xtcd "
+				        "--export %s DIR OUT/\n", m->export_format, m->export_format);
+				exit(2);
+			}
+			m->export_out = argv[optind++];
+		}
 		if (m->ro.json) {
 			fprintf(stderr, "xtcd: --json does not apply to --export; see xtcd --help\n");
 			exit(2);
@@ -700,7 +716,8 @@ int main(int argc, char **argv)
 	if (m.report)
 		return xtcd_report(m.report_dir, &m.ro, &m.rep, stdout);
 	if (m.export_format != NULL)
-		return xtcd_export(m.export_format, m.export_dir, &m.ro, stdout);
+		return xtcd_export(m.export_format, m.export_dir, m.export_out, &m.ro,
+		                   report_export_chains, stdout);
 	if (m.stats_dir != NULL)
 		return xtcd_stats(m.stats_dir, &m.ro, stdout);
 	load_config(!m.status);

@@ -606,6 +606,19 @@ static int open_segment(struct segread *r, uint64_t seq)
 	return fd;
 }
 
+/* Do the file's first bytes (up to the magic's length) match the segment
+ * magic?  A segment being created holds a prefix of its header, so a
+ * shorter file that fails this is something else, not a torn segment.
+ * A read error answers yes: reading the header reports it. */
+static int magic_prefix(int fd, off_t size)
+{
+	char m[sizeof(XTC_SEG_MAGIC) - 1];
+	size_t n = size < (off_t)sizeof m ? (size_t)size : sizeof m;
+	ssize_t got = pread_full(fd, m, n, 0);
+
+	return got < (ssize_t)n || memcmp(m, XTC_SEG_MAGIC, n) == 0;
+}
+
 /*
  * Read and check the file header into r->hdr.  0 when valid; 1 when the
  * file is shorter than a header (a segment being created: reported as a
@@ -619,6 +632,12 @@ static int read_header(struct segread *r, int fd, enum segread_tail tail)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	if (st.st_size > 0 && !magic_prefix(fd, st.st_size)) {
+		tell_problem(r, SEGREAD_BAD_FILE_HEADER, 0, st.st_size, -EBADMSG,
+		       "not an xtc segment (no segment magic at its start: move it out of the "
+		       "directory)");
+		return -EBADMSG;
+	}
 	if (st.st_size < FILE_HDR) {
 		if (st.st_size == 0 || tail == SEGREAD_TAIL_QUIET)
 			return 1;

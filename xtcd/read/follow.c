@@ -101,6 +101,7 @@ struct follow {
 	int      seg_done;        /* its SEGMENT_END was read */
 	uint64_t next_seq;        /* what that SEGMENT_END named (0: none) */
 	uint64_t floor;           /* with !have_seq: wait for a segment above this */
+	int      said_waiting;    /* "waiting for segments" was said */
 
 	/* problems already reported, so a retried block is reported once */
 	uint64_t last_prob_seq;
@@ -281,6 +282,17 @@ static void note_gap(struct follow *fw, uint64_t from, off_t at, uint64_t to, ui
 		fprintf(stderr, "waiting for the next segment\n");
 }
 
+/* Started on a directory with no segment in it (yet): say once what we
+ * wait for, so an empty screen is not mistaken for a wrong directory. */
+static void note_waiting(struct follow *fw)
+{
+	if (fw->said_waiting || fw->floor)
+		return;
+	fw->said_waiting = 1;
+	follow_flush(fw);
+	fprintf(stderr, "xtcd: waiting for segments in %s: there are none yet\n", fw->dir_path);
+}
+
 /* The segment being read is gone: skip to the oldest one left. */
 static int on_vanished(struct follow *fw)
 {
@@ -361,8 +373,10 @@ static int follow_step(struct follow *fw)
 	if (!fw->have_seq) {
 		if ((ret = oldest_above(fw, fw->floor, &first)) < 0)
 			return ret;
-		if (!first)
+		if (!first) {
+			note_waiting(fw);
 			return 0;
+		}
 		if (fw->floor && first > fw->floor + 1)
 			note_gap(fw, fw->floor + 1, 0, first - 1, first);
 		if (!fw->floor)

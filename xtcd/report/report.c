@@ -513,7 +513,8 @@ static void report_problem_cb(const struct segread_problem *p, void *user)
 	struct report *rep = user;
 	struct rp_damage *d;
 
-	view_problem(rep->out, p);
+	if (!rep->o->chains)        /* --export chrome reports problems itself */
+		view_problem(rep->out, p);
 	if (rep->damage_open)
 		return;
 	if (rp_grow(&rep->damage, &rep->damage_cap, rep->ndamage + 1, sizeof(*rep->damage)) < 0) {
@@ -626,7 +627,7 @@ static void text_record(struct report *rep)
 	for (size_t i = 0; i < rep->ndamage; i++)
 		fprintf(rep->out, "  damaged data in segment %06" PRIu64 ": records of any session "
 		        "may be missing from %s to %s\n", rep->damage[i].seq,
-		        print_wall(a, sizeof(a), rep->damage[i].from),
+		        rep->damage[i].from == 0 ? "the start" : print_wall(a, sizeof(a), rep->damage[i].from),
 		        rep->damage[i].to == UINT64_MAX ? "the end" : print_wall(b, sizeof(b),
 		                                                              rep->damage[i].to));
 }

@@ -53,6 +53,8 @@ struct report_opts {
 	int         diff;              /* --diff A B was given */
 	struct report_window diff_win[2];
 	const char *diff_text[2];      /* A and B as typed */
+	/* the pass behind --export chrome's flows (report_export_chains) */
+	const struct export_chain_sink *chains;
 };
 
 #define REPORT_DEFAULT_STALL_NS 1000000000ull  /* 1 s */
@@ -85,5 +87,11 @@ int report_parse_duration(const char *s, uint64_t *ns);
  */
 int xtcd_report(const char *dir, const struct read_opts *ro, const struct report_opts *o,
                 FILE *out);
+
+/* The wakeup chains of dir, for --export chrome's flow arrows: each step
+ * of each chain, in time order, then the verdict on every chain that never
+ * completed, into sink.  An export_chains_fn (xtcd/read/read.h). */
+int report_export_chains(const char *dir, const struct read_opts *o,
+                         const struct export_chain_sink *sink);
 
 #endif /* XTCD_REPORT_H */

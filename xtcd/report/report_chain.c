@@ -64,6 +64,7 @@ struct rp_chain {
 	uint64_t reap0_mark;           /* the submit loop's unexplained REAP 0s then */
 	uint32_t watch;                /* the loop that should take the next step */
 	uint64_t step_events, step_polls;
+	uint64_t flow;                 /* its flow in --export chrome, 0: none */
 };
 
 /* The chain of task in s; with insert, created if new.  NULL if absent or
@@ -161,6 +162,15 @@ static void on_park_task(struct report *rep, struct rp_sess *s, const struct rp_
 		chain_step(rep, s, c, c->l_park);
 	}
 	c->has_pre = 0;
+	c->flow = report_flow_step(rep, s, 0, e, &p->pid, c->task);
+}
+
+/* The next step of c's flow, if it has one. */
+static void chain_flow(struct report *rep, struct rp_sess *s, const struct rp_chain *c,
+                       const struct rp_ev *e)
+{
+	if (c->flow)
+		report_flow_step(rep, s, c->flow, e, &rep->procs[c->proc].pid, c->task);
 }
 
 /* PARK: the op of the chain just begun, or a park with no PARK_TASK. */
@@ -209,6 +219,7 @@ static void on_task(struct report *rep, struct rp_sess *s, const struct rp_ev *e
 		c->l_submit = e->loop;
 		c->reap0_mark = l->reap0_unexplained;
 		chain_step(rep, s, c, e->loop);
+		chain_flow(rep, s, c, e);
 		break;
 	case XTC_TAIL_REAP:
 		if (c->state != RC_PARKED && c->state != RC_SUBMITTED)
@@ -217,6 +228,7 @@ static void on_task(struct report *rep, struct rp_sess *s, const struct rp_ev *e
 		c->t_reap = e->t;
 		c->l_reap = e->loop;
 		chain_step(rep, s, c, e->loop);
+		chain_flow(rep, s, c, e);
 		break;
 	case XTC_TAIL_WAKE:
 		if (report_time_in_view(rep, e->t))
@@ -227,6 +239,7 @@ static void on_task(struct report *rep, struct rp_sess *s, const struct rp_ev *e
 		c->t_wake = e->t;
 		c->l_wake = e->loop;
 		chain_step(rep, s, c, c->l_park);
+		chain_flow(rep, s, c, e);
 		break;
 	}
 }
@@ -271,6 +284,7 @@ void report_chain_event(struct report *rep, struct rp_sess *s, const struct rp_e
 		if (p->chain != RP_NONE) {
 			struct rp_chain *c = &rep->chains[p->chain];
 
+			chain_flow(rep, s, c, e);
 			chain_close(rep, s, c, c->state == RC_WOKEN);
 		}
 		break;

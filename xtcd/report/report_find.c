@@ -65,7 +65,7 @@ const char *report_class_key(enum rp_class cls)
 }
 
 /* The text name of a class. */
-static const char *class_name(enum rp_class cls)
+const char *report_class_name(enum rp_class cls)
 {
 	return cls > 0 && cls < RF_NCLASS ? classes[cls].name : "UNKNOWN";
 }
@@ -192,7 +192,7 @@ int report_loss(const struct report *rep, const struct rp_sess *s, enum rp_scope
 }
 
 /* The loss in words. */
-static void loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len)
+void report_loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len)
 {
 	char a[64], b[64], c[32], lb[16];
 
@@ -416,7 +416,7 @@ static void text_chain(struct report *rep, const struct rp_finding *f)
 		        "(its registration torn down) and was consumed there\n",
 		        print_loop(lb, sizeof(lb), f->proof[f->nproof - 1].loop));
 	if (f->verdict == RV_CANNOT_TELL) {
-		loss_text(rep, &f->loss, loss, sizeof(loss));
+		report_loss_text(rep, &f->loss, loss, sizeof(loss));
 		fprintf(rep->out, "      CANNOT TELL: %s; the missing %s may be among what was lost\n",
 		        loss, what);
 	} else {
@@ -445,7 +445,7 @@ static void text_loopf(struct report *rep, const struct rp_finding *f)
 	for (unsigned i = 0; i < f->nproof; i++)
 		text_proof(rep, &f->proof[i], i == 0);
 	if (f->verdict == RV_CANNOT_TELL) {
-		loss_text(rep, &f->loss, loss, sizeof(loss));
+		report_loss_text(rep, &f->loss, loss, sizeof(loss));
 		fprintf(rep->out, "      CANNOT TELL: %s; loop %s may have recorded then\n", loss, lb);
 	}
 	if (f->explains)
@@ -528,9 +528,9 @@ void report_find_text(struct report *rep)
 		if (!report_find_in_view(rep, f))
 			continue;
 		if (f->verdict == RV_CANNOT_TELL)
-			snprintf(head, sizeof(head), "CANNOT TELL (would be: %s)", class_name(f->cls));
+			snprintf(head, sizeof(head), "CANNOT TELL (would be: %s)", report_class_name(f->cls));
 		else
-			snprintf(head, sizeof(head), "%s", class_name(f->cls));
+			snprintf(head, sizeof(head), "%s", report_class_name(f->cls));
 		fprintf(rep->out, "\n  #%-3zu %s  session %" PRIu64 " (%s pid %" PRIu32 "), loop %s", i + 1,
 		        head, s->id, s->comm, s->os_pid, print_loop(lb, sizeof(lb), f->loop));
 		if (f->has_pid)
@@ -559,7 +559,7 @@ static void json_loss(struct report *rep, const struct rp_loss *l)
 	                               "corrupt_ring", "damaged", "evicted" };
 	char cause[32], text[512];
 
-	loss_text(rep, l, text, sizeof(text));
+	report_loss_text(rep, l, text, sizeof(text));
 	fprintf(rep->out, "{\"kind\":\"%s\",\"from_real_ns\":%" PRIu64 ",\"to_real_ns\":%" PRIu64
 	        ",\"count\":%" PRIu64, kinds[l->kind], l->from, l->to == UINT64_MAX ? 0 : l->to,
 	        l->count);

@@ -13,6 +13,7 @@
  *   report_latency.c  wake-to-run histograms, mailboxes, SEND/RECV
  *   report_offcpu.c   per-proc idle/busy/scheduled time, polls, wakes
  *   report_pprof.c    --export pprof (protobuf-c, gzip) and collapsed
+ *   report_flows.c    the chains as --export chrome's flow arrows
  *   report_svg.c      --svg
  *   report_diff.c     --diff A B
  *   report_util.c     hash map, histogram, time and number formatting
@@ -396,6 +397,7 @@ void report_find_proof_at(struct rp_finding *f, uint32_t kind, uint64_t t, uint3
 int report_loss(const struct report *rep, const struct rp_sess *s, enum rp_scope scope,
                 uint32_t loop, uint64_t from, uint64_t to, int to_end, struct rp_loss *loss);
 void report_find_sort(struct report *rep);
+const char *report_class_name(enum rp_class cls);
 const char *report_class_key(enum rp_class cls);
 /* Whether f passes --loop/--since/--until. */
 int report_find_in_view(const struct report *rep, const struct rp_finding *f);
@@ -405,6 +407,8 @@ void report_find_json(struct report *rep);
 /* One line describing f (for the SVG and the diff). */
 void report_find_summary(const struct report *rep, const struct rp_finding *f, char *buf,
                          size_t len);
+/* What a loss is, in words ("2 records dropped on loop 1 ..."). */
+void report_loss_text(const struct report *rep, const struct rp_loss *l, char *buf, size_t len);
 
 /* report_chain.c */
 void report_chain_event(struct report *rep, struct rp_sess *s, const struct rp_ev *e,
@@ -440,6 +444,15 @@ long report_offcpu_sorted(struct report *rep, uint32_t **idx);
 
 /* report_pprof.c: 0, or the exit code (2 write/terminal, 3 no data). */
 int report_export(struct report *rep, const char *format, FILE *out);
+
+/* report_flows.c: a chain's step for the sink of --export chrome, when
+ * the pass has one and e passes the filters; for a PARK_TASK the new
+ * flow id (0: none), else flow. */
+#define RP_CHAINS_FORMAT "chains"          /* export_format of that pass */
+uint64_t report_flow_step(struct report *rep, const struct rp_sess *s, uint64_t flow,
+                          const struct rp_ev *e, const xtc_pid_t *pid, uint64_t task);
+/* Hand the verdicts of the chains that never completed to the sink. */
+int report_flow_verdicts(struct report *rep);
 
 /* report_svg.c: 0 or -errno. */
 int report_svg(struct report *rep, const char *path);

@@ -12,8 +12,10 @@
  *
  * idle is the default sample type: someone reaching for an off-CPU profile
  * asks what is WAITING; opening on busy time would show the CPU profile
- * they already have.  Labels carry the session, the loop and the task
- * (the proc id).
+ * they already have.  Labels carry the session (a number), the loop and
+ * the task (the proc id) as strings: pprof treats a numeric label of 0 as
+ * absent, so a numeric loop 0 would vanish from -tags and -tagfocus.  The
+ * loop label of a proc with no loop is "-".
  *
  * collapsed: "frame;frame;frame idle_ns" lines, heaviest first, for
  * flamegraph.pl, inferno and speedscope.  The format has no escapes, so a
@@ -59,12 +61,14 @@ static void proc_frames(const struct report *rep, const struct rp_proc *p, char 
 
 /* ---- the string table and the frames ---- */
 
+#define NLABELS 4   /* session, loop (a string), loop (a number with a unit), task */
+
 struct pb_sample {
 	Perftools__Profiles__Sample s;
 	uint64_t locs[NFRAMES];
 	int64_t  vals[NVALUES];
-	Perftools__Profiles__Label lab[3];
-	Perftools__Profiles__Label *labp[3];
+	Perftools__Profiles__Label lab[NLABELS];
+	Perftools__Profiles__Label *labp[NLABELS];
 };
 
 struct pb_frame {
@@ -158,44 +162,48 @@ static int64_t clamp64(uint64_t v)
 static int pb_samples(struct report *rep, struct pb *pb, const uint32_t *idx, long n)
 {
 	int64_t k_session = pb_str(pb, "session"), k_loop = pb_str(pb, "loop"),
-	        k_task = pb_str(pb, "task");
+	        k_task = pb_str(pb, "task"), u_loop = pb_str(pb, "loop");
 
-	if (k_session < 0 || k_loop < 0 || k_task < 0 ||
+	if (k_session < 0 || k_loop < 0 || k_task < 0 || u_loop < 0 ||
 	    !(pb->smp = calloc((size_t)(n ? n : 1), sizeof(*pb->smp))))
 		return -ENOMEM;
 	for (long i = 0; i < n; i++) {
 		const struct rp_proc *p = &rep->procs[idx[i]];
 		struct pb_sample *sm = &pb->smp[pb->nsmp];
-		char frames[NFRAMES][96], pid[64];
-		int64_t task;
+		char frames[NFRAMES][96], pid[64], lb[16];
+		int64_t task, loop;
 
 		proc_frames(rep, p, frames);
 		perftools__profiles__sample__init(&sm->s);
 		for (int f = 0; f < NFRAMES; f++)      /* leaf first */
 			if (!(sm->locs[NFRAMES - 1 - f] = pb_frame(pb, frames[f])))
 				return -ENOMEM;
-		if ((task = pb_str(pb, print_pid(pid, sizeof(pid), &p->pid))) < 0)
+		if ((task = pb_str(pb, print_pid(pid, sizeof(pid), &p->pid))) < 0 ||
+		    (loop = pb_str(pb, print_loop(lb, sizeof(lb), p->loop))) < 0)
 			return -ENOMEM;
 		sm->vals[0] = clamp64(p->idle);
 		sm->vals[1] = clamp64(p->busy);
 		sm->vals[2] = clamp64(p->sched);
 		sm->vals[3] = clamp64(p->polls);
 		sm->vals[4] = clamp64(p->wakes);
-		for (int l = 0; l < 3; l++) {
+		for (int l = 0; l < NLABELS; l++) {
 			perftools__profiles__label__init(&sm->lab[l]);
 			sm->labp[l] = &sm->lab[l];
 		}
 		sm->lab[0].key = k_session;
 		sm->lab[0].num = clamp64(p->sess);
 		sm->lab[1].key = k_loop;
-		sm->lab[1].num = print_loop_json(p->loop);
-		sm->lab[2].key = k_task;
-		sm->lab[2].str = task;
+		sm->lab[1].str = loop;
+		sm->lab[2].key = k_loop;
+		sm->lab[2].num = print_loop_json(p->loop);
+		sm->lab[2].num_unit = u_loop;   /* pprof keeps a 0 only with a unit */
+		sm->lab[3].key = k_task;
+		sm->lab[3].str = task;
 		sm->s.n_location_id = NFRAMES;
 		sm->s.location_id = sm->locs;
 		sm->s.n_value = NVALUES;
 		sm->s.value = sm->vals;
-		sm->s.n_label = 3;
+		sm->s.n_label = NLABELS;
 		sm->s.label = sm->labp;
 		pb->nsmp++;
 	}
@@ -406,6 +414,8 @@ int report_export(struct report *rep, const char *format, FILE *out)
 	long n;
 	int ret, pprof = strcmp(format, "pprof") == 0;
 
+	if (strcmp(format, RP_CHAINS_FORMAT) == 0)
+		return report_flow_verdicts(rep);
 	if (pprof && !HAVE_PPROF) {
 		fprintf(stderr, "xtcd: --export pprof: this xtcd was built without pprof support "
 		        "(configure --without-pprof); use --export collapsed, or rebuild with "
