@@ -70,6 +70,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
 #include "xtcd/read/export_int.h"
 
