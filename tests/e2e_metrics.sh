@@ -25,8 +25,14 @@ metrics_cleanup() {
 }
 trap metrics_cleanup EXIT
 
-out=$("$XTCD" --dir "$DIR" --metrics-file relative.prom 2>&1) && fail "a relative --metrics-file was taken"
+# node-exporter reads *.prom only: another name is refused, not written unseen
+rc=0; out=$("$XTCD" --dir "$DIR" --metrics-file "$TF/xtcd.metrics" 2>&1) || rc=$?
+[ "$rc" = 2 ] || fail "a --metrics-file not ending in .prom: exit $rc, not 2: $out"
 [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "a bad --metrics-file printed more than one line: $out"
+case $out in
+*"--metrics-file $TF/xtcd.metrics: expected a file name ending in .prom, or none"*) ;;
+*) fail "a bad --metrics-file did not say what it takes: $out" ;;
+esac
 echo "ok: bad --metrics-file: one line, exit 2"
 
 start_xtcd --metrics-file "$TF/xtcd.prom" --segment-bytes 256K --max-bytes 1M
