@@ -71,6 +71,7 @@
 #include <time.h>
 
 #include "xtcd/read/print.h"
+#include "lib/seg/segname.h"
 #include "xtcd/read/export_int.h"
 
 #define PID_RESTATED   1073741824u   /* pid base for a second session of one OS pid */
@@ -617,9 +618,9 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 {
 	const struct xtc_seg_drop *d = &it->u.drop;
 	uint32_t pid = item_pid(c, d->session_id, it->session);
-	/* ring 0xFFFFFFFF: a thread that found no free ring; no track */
+	/* XTC_SEG_RING_NONE: a thread that found no free ring; no track */
 	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id
-	             : d->ring != UINT32_MAX ? TID_NO_LOOP + d->ring : pid;
+	             : d->ring != XTC_SEG_RING_NONE ? TID_NO_LOOP + d->ring : pid;
 	struct track *t = track_find(c, d->session_id, tid);
 	char name[96], cbuf[24];
 	const char *cause;
@@ -637,8 +638,8 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 	snprintf(name, sizeof(name), "DROP %" PRIu64 " records (%s)", d->count, cause);
 	marker_begin(c, name, it->real_ns, pid, tid);
 	fprintf(c->x->out, ",\"args\":{\"count\":%" PRIu64 ",\"cause\":\"%s\",\"ring\":%" PRIu32
-	        ",\"loop\":%" PRId64 ",\"window_us\":", d->count, cause, d->ring,
-	        d->loop_id == LOOP_NONE ? (int64_t)-1 : (int64_t)d->loop_id);
+	        ",\"loop\":%lld,\"window_us\":", d->count, cause, d->ring,
+	        print_loop_json(d->loop_id));
 	put_us(c->x->out, win);
 	fputs("}}", c->x->out);
 }
