@@ -94,7 +94,7 @@ chroot "$root" useradd -u 1000 -m alice && chroot "$root" useradd -u 1001 -m bob
 
 # ---- booting, entering, stopping
 cin() { nsenter -t "$CPID" -a env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
-as_user() { local u=$1; shift; cin setpriv --reuid="$u" --regid="$u" --init-groups env HOME=/home/x "$@"; }
+as_user() { local u=$1; shift; cin setpriv --reuid="$u" --regid="$u" --init-groups "$@"; }
 
 boot() {
 	local state

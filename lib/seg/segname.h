@@ -25,7 +25,7 @@
 
 /* Kinds with a name: 0 .. SEGNAME_NKINDS - 1.  Counters indexed by kind
  * (--stats, --report) have one slot per named kind and one for the rest. */
-#define SEGNAME_NKINDS (XTC_TAIL_LIFECYCLE_DROP + 1)
+#define SEGNAME_NKINDS XTC_TAIL_NKINDS
 
 /* "WAKE", ... or "KIND_<n>" (formatted in buf). */
 const char *segname_kind(uint32_t kind, char *buf, size_t len);
