@@ -75,7 +75,6 @@
 
 #include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
-#include "lib/seg/segname.h"
 #include "xtcd/read/export_int.h"
 
 #define PID_RESTATED   1073741824u   /* pid base for a second session of one OS pid */
