@@ -48,7 +48,7 @@ static const struct name kinds[] = {
 
 /* The counters sized by SEGNAME_NKINDS have a slot for every row here. */
 _Static_assert(sizeof(kinds) / sizeof(kinds[0]) == SEGNAME_NKINDS,
-               "a new kind is a row here and a new SEGNAME_NKINDS in segname.h");
+               "every kind below XTC_TAIL_NKINDS (lib/xtc_tail.h) has a row here");
 
 static const struct name end_reasons[] = {
 	[XTC_END_DETACHED]        = { "detached", "detached" },

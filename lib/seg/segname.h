@@ -11,8 +11,8 @@
  * knows is formatted into the caller's buffer ("KIND_17", "cause_9"), so
  * a newer writer's values still print.
  *
- * A new event kind is one row in segname.c's kind table and a new
- * SEGNAME_NKINDS.
+ * A new event kind (lib/xtc_tail.h, with its XTC_TAIL_NKINDS) is one row
+ * in segname.c's kind table; the build fails until the two agree.
  */
 #ifndef XTC_LIB_SEGNAME_H
 #define XTC_LIB_SEGNAME_H
