@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/xtc_attach.h"
@@ -43,6 +44,7 @@ static struct {
 	char     reason[160];     /* the last REFUSE's reason, printable */
 	int      stop_fd;       /* eventfd: wakes the thread to stop */
 	int      conn_fd;       /* the live connection, or -1 */
+	int      attaching;     /* the thread's hello is waiting for its answer */
 	uint32_t attach_count;
 	char     path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } at = {
@@ -290,9 +292,12 @@ static void *attach_main(void *arg)
 		int fd = at.conn_fd; /* attached before the thread started */
 
 		at.refused = 0;
-		if (fd < 0)
-			fd = attach_once(5000);
 		if (fd < 0) {
+			__atomic_store_n(&at.attaching, 1, __ATOMIC_RELEASE);
+			fd = attach_once(5000);
+		}
+		if (fd < 0) {
+			__atomic_store_n(&at.attaching, 0, __ATOMIC_RELEASE);
 			/* A daemon that is absent, starting or dying: retry soon.
 			 * One that refused us: it will likely refuse again. */
 			warn_once(fd);
@@ -314,6 +319,7 @@ static void *attach_main(void *arg)
 			at.conn_fd = fd;
 			pthread_mutex_unlock(&at.lock);
 		}
+		__atomic_store_n(&at.attaching, 0, __ATOMIC_RELEASE);
 		/* The session lives while the connection does. */
 		while (wait_readable(fd, -1) > 0) {
 			char buf[XTC_ATTACH_MAX_MSG];
@@ -386,6 +392,19 @@ int attach_start(const char *path, int now)
 	return 0;
 }
 
+/* A process that stops while its hello is still unanswered (a forked
+ * child that exits at once, a busy daemon) would take its records with
+ * it: give the answer as long as the first attach of a process gets,
+ * 1 s, so that the daemon maps the segment and drains it after we are
+ * gone.  Nothing waits when no hello is in flight. */
+static void wait_for_answer(void)
+{
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+	for (int i = 0; i < 100 && __atomic_load_n(&at.attaching, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&tick, NULL);
+}
+
 /* Say goodbye (a clean detach) and stop the thread; join it when asked
  * (not from a destructor at exit, where waiting helps no one). */
 int attach_stop(int join)
@@ -395,6 +414,7 @@ int attach_stop(int join)
 
 	if (!at.running)
 		return -ENOTCONN;
+	wait_for_answer();
 	pthread_mutex_lock(&at.lock);
 	__atomic_store_n(&at.stopping, 1, __ATOMIC_RELEASE);
 	if (tail_st.hdr != NULL)

@@ -51,6 +51,7 @@ struct tls_ring {
 	uint64_t nudge_mask;  /* check the fill level every capacity/16 records */
 	uint64_t cached_tail; /* last tail seen; reloaded only when it says full */
 	uint64_t failed_gen;  /* release_gen + 1 when no ring was free */
+	uint64_t stall_tail;  /* tail + 1 when a wait for room last timed out */
 };
 static __thread struct tls_ring tls __attribute__((tls_model("initial-exec")));
 
@@ -196,6 +197,7 @@ static int segment_create_locked(void)
 
 	clock_setup();
 	segment_geometry(&rings, &records);
+	env_u32("XTC_TAIL_BLOCKING_TIMEOUT_US", 0, 10000000, 0, &tail_st.block_us);
 	size = xtc_shm_segment_size(rings, records);
 	fd = memfd_create("xtc-tail", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
@@ -441,6 +443,56 @@ out:
  * The hot path
  */
 
+static void ring_nudge_now(struct xtc_shm_ring *r);
+
+/*
+ * The opt-in lossless mode (XTC_TAIL_BLOCKING_TIMEOUT_US, like LTTng's
+ * --blocking-timeout): a full ring makes the emitting thread wait up to
+ * that long for xtcd to free room, instead of dropping the record.  The
+ * trade-off is the caller's latency: an emit may then take as long as the
+ * timeout.  Only in drop-new mode, that is attached or attaching (a
+ * flight recorder overwrites instead), and once a wait has timed out the
+ * thread waits no more until xtcd moves the tail again, so a daemon that
+ * is slow to accept or stopped draining costs one timeout, not one per
+ * emit.  Spins briefly (room comes in whole written blocks), then sleeps
+ * in short steps so that a daemon sharing the CPU gets to run.  Returns 1
+ * when there is room.
+ */
+static int ring_wait_room(struct xtc_shm_ring *r, uint64_t head, uint64_t tail)
+{
+	uint64_t deadline = 0;
+
+	if (tail_st.block_us == 0 || tls.stall_tail == tail + 1)
+		return 0;
+	ring_nudge_now(r);
+	for (unsigned spin = 0;; spin++) {
+		tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		if (head - tail <= tls.mask) {
+			tls.cached_tail = tail;
+			tls.stall_tail = 0;
+			return 1;
+		}
+		if (spin < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+			continue;
+		}
+		if (deadline == 0) {
+			deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)tail_st.block_us * 1000u;
+		} else if (clock_ns(CLOCK_MONOTONIC) >= deadline) {
+			tls.stall_tail = tail + 1;
+			tls.cached_tail = tail;
+			return 0;
+		}
+		{
+			struct timespec ts = { 0, 10000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
 /* The ring looked full against the cached tail.  Returns 1 to write the
  * record, 0 to drop it. */
 static int ring_make_room(struct xtc_shm_ring *r, uint64_t head)
@@ -452,6 +504,8 @@ static int ring_make_room(struct xtc_shm_ring *r, uint64_t head)
 		return 1;
 	if (__atomic_load_n(&tail_st.hdr->mode, __ATOMIC_RELAXED) == XTC_SHM_MODE_OVERWRITE)
 		return 1; /* flight recorder: readers count what this evicts */
+	if (ring_wait_room(r, head, tail))
+		return 1;
 	__atomic_store_n(&r->dropped, r->dropped + 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -463,15 +517,22 @@ static int ring_make_room(struct xtc_shm_ring *r, uint64_t head)
  * slow, and a producer at millions of events/s fills the rest meanwhile. */
 static void ring_maybe_nudge(struct xtc_shm_ring *r, uint64_t head)
 {
-	int fd = __atomic_load_n(&tail_st.nudge_fd, __ATOMIC_ACQUIRE);
-	uint64_t one = 1;
-
-	if (fd < 0)
+	if (__atomic_load_n(&tail_st.nudge_fd, __ATOMIC_ACQUIRE) < 0)
 		return;
 	tls.cached_tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 	if (head - tls.cached_tail < (tls.mask + 1) / 4)
 		return;
-	if (!__atomic_exchange_n(&r->nudge_armed, 0, __ATOMIC_ACQ_REL))
+	ring_nudge_now(r);
+}
+
+/* Wake the daemon if it armed the nudge (it has not since its last
+ * drain otherwise: that drain will see the ring as it is). */
+static void ring_nudge_now(struct xtc_shm_ring *r)
+{
+	int fd = __atomic_load_n(&tail_st.nudge_fd, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (fd < 0 || !__atomic_exchange_n(&r->nudge_armed, 0, __ATOMIC_ACQ_REL))
 		return;
 	if (write(fd, &one, sizeof one) < 0) {
 		/* the daemon went away; the next attach brings a new one */

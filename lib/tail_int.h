@@ -37,6 +37,7 @@ struct tail_state {
 	uint64_t base_no_ring;     /* hdr->no_ring_count at the last reset */
 	int      forked;           /* we are a child whose segment is the parent's */
 	int      nudge_fd;         /* eventfd from xtcd, or -1 */
+	uint32_t block_us;         /* XTC_TAIL_BLOCKING_TIMEOUT_US; 0: never wait */
 };
 
 extern struct tail_state tail_st;
@@ -57,7 +58,7 @@ static inline struct xtc_shm_ring *tail_ring(uint32_t i)
 /* Start attaching to the daemon at path; with `now`, try once in the
  * caller first (never with tail_st.lock held). */
 int  attach_start(const char *path, int now);
-int  attach_stop(int goodbye);
+int  attach_stop(int join);
 void attach_forget_in_child(void);
 void attach_resume_in_child(void);
 

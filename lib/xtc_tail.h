@@ -71,9 +71,52 @@ enum xtc_tail_kind {
 	                               * (detail = -errno, or
 	                               * XTC_TAIL_SHORT_SUBMIT_BASE + unsubmitted) */
 	XTC_TAIL_POLL_FULL      = 13, /* a poll filled its budget (detail = max) */
-	XTC_TAIL_LIFECYCLE_DROP = 14  /* a DOWN/EXIT could not be delivered
+	XTC_TAIL_LIFECYCLE_DROP = 14, /* a DOWN/EXIT could not be delivered
 	                               * (detail = -error of the send) */
+	/* Loop-library adapters (libxtctail-ev, libxtctail-uring; see
+	 * xtc_tail_ev(3)).  pid.loop_id is the loop or ring. */
+	XTC_TAIL_LOOP_WAIT      = 15, /* the loop entered its blocking wait
+	                               * (ev: detail = ev_iteration; uring:
+	                               * detail = CQEs waited for) */
+	XTC_TAIL_LOOP_WAKE      = 16, /* it returned from the wait
+	                               * (detail = ns blocked; uring: local_id =
+	                               * CQEs ready) */
+	XTC_TAIL_LOOP_DISPATCH  = 17, /* it ran its pending callbacks
+	                               * (local_id = how many were pending,
+	                               * detail = ns the dispatch took) */
+	XTC_TAIL_CB_BEGIN       = 18, /* a watcher callback started (local_id =
+	                               * fd or signal, gen = XTC_TAIL_CB_GEN,
+	                               * detail = ns since the loop woke) */
+	XTC_TAIL_CB_END         = 19, /* it returned (same pid as its BEGIN,
+	                               * detail = ns it ran) */
+	XTC_TAIL_CB_FUNC        = 20, /* callback #local_id is the function at
+	                               * address detail (gen = its offset in
+	                               * its file, for addr2line) */
+	XTC_TAIL_WATCH_START    = 21, /* a watcher was started (pid as CB_BEGIN,
+	                               * detail = io events or timer repeat ns) */
+	XTC_TAIL_WATCH_STOP     = 22  /* a watcher was stopped (pid as CB_BEGIN) */
 };
+
+/* Number of kinds this header names: readers print others as KIND_<n>. */
+#define XTC_TAIL_NKINDS 23
+
+/* The watcher a CB_BEGIN/CB_END/WATCH_* record concerns, packed in
+ * pid.gen: its kind (enum xtc_tail_watcher) in bits 56-63, the callback
+ * number (see CB_FUNC) in bits 44-55, its address / 8 in bits 0-43. */
+enum xtc_tail_watcher {
+	XTC_TAIL_W_IO = 1, XTC_TAIL_W_TIMER, XTC_TAIL_W_PERIODIC, XTC_TAIL_W_SIGNAL,
+	XTC_TAIL_W_CHILD, XTC_TAIL_W_STAT, XTC_TAIL_W_IDLE, XTC_TAIL_W_PREPARE,
+	XTC_TAIL_W_CHECK, XTC_TAIL_W_EMBED, XTC_TAIL_W_FORK, XTC_TAIL_W_CLEANUP,
+	XTC_TAIL_W_ASYNC
+};
+#define XTC_TAIL_CB_GEN(wkind, cbno, addr) \
+	(((uint64_t)(wkind) << 56) | (((uint64_t)(cbno) & 0xFFFu) << 44) | \
+	 (((uint64_t)(uintptr_t)(addr) >> 3) & 0xFFFFFFFFFFFull))
+#define XTC_TAIL_CB_WKIND(gen)  ((uint32_t)((gen) >> 56))
+#define XTC_TAIL_CB_NO(gen)     ((uint32_t)(((gen) >> 44) & 0xFFFu))
+#define XTC_TAIL_CB_ADDR(gen)   (((gen) & 0xFFFFFFFFFFFull) << 3)
+/* local_id of a watcher with no fd or signal number. */
+#define XTC_TAIL_CB_NOFD 0xFFFFFFFFu
 
 /* SUBMIT_FAIL detail: below this a plain errno, at or above it the number
  * of SQEs a short submit left unsubmitted, plus this base. */

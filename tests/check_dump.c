@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "xtc_tail.h"
+#include "tests/check_run.h"
 
 #define MAX_RECS 4096   /* xtc_tail_configure(4, 1024) */
 #define TASK_A   0x00007f12deadbe00ull
@@ -68,6 +69,9 @@ static const struct emit known[] = {
 	{ XTC_TAIL_OS, XTC_TAIL_WAKE, { 7, 0, 0 }, TASK_B },   /* no PARK_TASK: woken 0 */
 	{ XTC_TAIL_SCHED, XTC_TAIL_EXIT, { 3, 1, 1 }, UINT64_MAX },
 	{ XTC_TAIL_SCHED, XTC_TAIL_RUN, { 1u << 28, 1u << 21, 1ull << 63 }, 1ull << 35 },
+	{ XTC_TAIL_SCHED, XTC_TAIL_LOOP_WAKE, { 2, 0, 0 }, 1234567 },
+	{ XTC_TAIL_SCHED, XTC_TAIL_CB_END, { 2, 7, XTC_TAIL_CB_GEN(XTC_TAIL_W_IO, 3, 0x7f0012345678) },
+	  4321 },
 };
 #define N_KNOWN (sizeof(known) / sizeof(known[0]))
 
@@ -596,6 +600,9 @@ static const char *d9_expected_name(uint32_t kind)
 		"PollEndEvent", "XtcSendEvent", "XtcRecvEvent", "XtcMboxHwmEvent",
 		"XtcLoopPollEvent", "XtcParkTaskEvent", "XtcReapEvent", "XtcSubmitEvent",
 		"XtcSubmitFailEvent", "XtcPollFullEvent", "XtcLifecycleDropEvent",
+		"XtcLoopWaitEvent", "XtcLoopWakeEvent", "XtcLoopDispatchEvent",
+		"XtcCallbackBeginEvent", "XtcCallbackEndEvent", "XtcCallbackFuncEvent",
+		"XtcWatchStartEvent", "XtcWatchStopEvent",
 	};
 
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "XtcEvent";
@@ -675,7 +682,7 @@ static void assert_d9_matches(const struct buf *b)
 		ck_assert_uint_eq(d9_num(ev, "gen", 9), r->pid.gen);
 		ck_assert_uint_eq(d9_num(ev, "detail", 9), r->detail);
 		ck_assert_uint_eq(d9_num(ev, "source", 9), r->source);
-		if (r->kind > XTC_TAIL_LIFECYCLE_DROP)
+		if (r->kind >= XTC_TAIL_NKINDS)
 			ck_assert_uint_eq(d9_num(ev, "kind", 9), r->kind);
 		else
 			ck_assert_int_lt(d9_field(ev, "kind"), 0);
@@ -966,10 +973,10 @@ START_TEST(test_dial9_known_sequence)
 	ck_assert_int_eq(rc, XTC_OK);
 	assert_d9_matches(&b);
 	d9_decode(&b, &t);
-	/* One schema per kind present (15 distinct kinds in known[]), the
+	/* One schema per kind present (17 distinct kinds in known[]), the
 	 * first event needs a reset (the base starts at 0), and the wake
 	 * of TASK_A resolved to the proc that parked as it. */
-	ck_assert_uint_eq(t.schemas, 15);
+	ck_assert_uint_eq(t.schemas, 17);
 	ck_assert_uint_ge(t.resets, 1);
 	ck_assert_uint_ge(t.annotations, 1);
 	ck_assert_uint_eq(d9_num(&t.ev[5], "woken_task_id", 9), task_id_of(known[0].pid));
@@ -1133,11 +1140,5 @@ static Suite *dump_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dump_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	return check_run(dump_suite());
 }

@@ -10,6 +10,7 @@
 #endif
 
 #include <check.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
 #include "xtcd/shm_check.h"
+#include "tests/check_run.h"
 
 /* The on-disk values: changing one is a format change. */
 _Static_assert(XTC_DROP_RING_FULL == 1 && XTC_DROP_OVERWRITTEN == 2 &&
@@ -41,10 +43,13 @@ START_TEST(test_kind_names)
 	static const char *const want[] = {
 		"SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM", "LOOP_POLL",
 		"PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL", "LIFECYCLE_DROP",
+		"LOOP_WAIT", "LOOP_WAKE", "LOOP_DISPATCH", "CB_BEGIN", "CB_END", "CB_FUNC",
+		"WATCH_START", "WATCH_STOP",
 	};
 	char buf[24], other[24];
 
-	ck_assert_uint_ge(SEGNAME_NKINDS, sizeof(want) / sizeof(want[0]));
+	ck_assert_uint_eq(SEGNAME_NKINDS, sizeof(want) / sizeof(want[0]));
+	ck_assert_uint_eq(SEGNAME_NKINDS, XTC_TAIL_NKINDS);
 	for (uint32_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
 		ck_assert_str_eq(segname_kind(k, buf, sizeof(buf)), want[k]);
 	/* every named kind has its own name, none of them the fallback */
@@ -65,67 +70,62 @@ START_TEST(test_kind_names)
 }
 END_TEST
 
-START_TEST(test_end_reasons)
-{
-	static const char *const name[] = {
-		NULL, "detached", "producer_died", "daemon_shutdown", "corrupt", "io_error",
-		"daemon_crashed",
-	};
+/* One value of an enumeration and the text its namer must give. */
+struct name_case {
+	const char *(*fn)(uint32_t v, char *buf, size_t len);
+	uint32_t    v;
+	const char *want;
+};
+
+static const struct name_case name_cases[] = {
+	{ segname_end_reason, XTC_END_DETACHED, "detached" },
+	{ segname_end_reason, XTC_END_PRODUCER_DIED, "producer_died" },
+	{ segname_end_reason, XTC_END_DAEMON_SHUTDOWN, "daemon_shutdown" },
+	{ segname_end_reason, XTC_END_CORRUPT, "corrupt" },
+	{ segname_end_reason, XTC_END_IO_ERROR, "io_error" },
+	{ segname_end_reason, XTC_END_DAEMON_CRASHED, "daemon_crashed" },
+	{ segname_end_reason, 0, "reason_0" },
+	{ segname_end_reason, 7, "reason_7" },
 	/* the daemon logs "ended: <phrase>"; tests and operators grep for it */
-	static const char *const text[] = {
-		NULL, "detached", "producer died", "daemon shutdown", "corrupt", "io error",
-		"daemon crashed",
-	};
-	char buf[24];
-
-	ck_assert_int_eq(XTC_END_DETACHED, 1);
-	ck_assert_int_eq(XTC_END_DAEMON_CRASHED, 6);
-	for (uint32_t r = XTC_END_DETACHED; r <= XTC_END_DAEMON_CRASHED; r++) {
-		ck_assert_str_eq(segname_end_reason(r, buf, sizeof(buf)), name[r]);
-		ck_assert_str_eq(segname_end_reason_text(r, buf, sizeof(buf)), text[r]);
-	}
-	ck_assert_str_eq(segname_end_reason(0, buf, sizeof(buf)), "reason_0");
-	ck_assert_str_eq(segname_end_reason(7, buf, sizeof(buf)), "reason_7");
-	ck_assert_str_eq(segname_end_reason_text(7, buf, sizeof(buf)), "reason 7");
-}
-END_TEST
-
-START_TEST(test_drop_causes)
-{
-	char buf[24];
-
-	ck_assert_str_eq(segname_drop_cause(XTC_DROP_RING_FULL, buf, sizeof(buf)), "ring_full");
-	ck_assert_str_eq(segname_drop_cause(XTC_DROP_OVERWRITTEN, buf, sizeof(buf)), "overwritten");
-	ck_assert_str_eq(segname_drop_cause(XTC_DROP_NO_FREE_RING, buf, sizeof(buf)),
-	                 "no_free_ring");
-	ck_assert_str_eq(segname_drop_cause(XTC_DROP_QUOTA, buf, sizeof(buf)), "quota");
-	/* 3 is reserved: no name */
-	ck_assert_str_eq(segname_drop_cause(3, buf, sizeof(buf)), "cause_3");
-	ck_assert_str_eq(segname_drop_cause(0, buf, sizeof(buf)), "cause_0");
-	ck_assert_str_eq(segname_drop_cause(6, buf, sizeof(buf)), "cause_6");
-}
-END_TEST
-
-START_TEST(test_corrupt_reasons)
-{
-	char buf[32];
-
-	ck_assert_str_eq(segname_corrupt_reason(XTC_CORRUPT_HEAD_BACKWARDS, buf, sizeof(buf)),
-	                 "head_backwards");
-	ck_assert_str_eq(segname_corrupt_reason(XTC_CORRUPT_HEAD_JUMPED, buf, sizeof(buf)),
-	                 "head_jumped");
-	ck_assert_str_eq(segname_corrupt_reason(XTC_CORRUPT_DROPPED_BACKWARDS, buf, sizeof(buf)),
-	                 "dropped_backwards");
-	ck_assert_str_eq(segname_corrupt_reason(0, buf, sizeof(buf)), "reason_0");
-	ck_assert_str_eq(segname_corrupt_reason(9, buf, sizeof(buf)), "reason_9");
+	{ segname_end_reason_text, XTC_END_DETACHED, "detached" },
+	{ segname_end_reason_text, XTC_END_PRODUCER_DIED, "producer died" },
+	{ segname_end_reason_text, XTC_END_DAEMON_SHUTDOWN, "daemon shutdown" },
+	{ segname_end_reason_text, XTC_END_CORRUPT, "corrupt" },
+	{ segname_end_reason_text, XTC_END_IO_ERROR, "io error" },
+	{ segname_end_reason_text, XTC_END_DAEMON_CRASHED, "daemon crashed" },
+	{ segname_end_reason_text, 7, "reason 7" },
+	{ segname_drop_cause, XTC_DROP_RING_FULL, "ring_full" },
+	{ segname_drop_cause, XTC_DROP_OVERWRITTEN, "overwritten" },
+	{ segname_drop_cause, XTC_DROP_NO_FREE_RING, "no_free_ring" },
+	{ segname_drop_cause, XTC_DROP_QUOTA, "quota" },
+	{ segname_drop_cause, 3, "cause_3" },   /* reserved: no name */
+	{ segname_drop_cause, 0, "cause_0" },
+	{ segname_drop_cause, 6, "cause_6" },
+	{ segname_corrupt_reason, XTC_CORRUPT_HEAD_BACKWARDS, "head_backwards" },
+	{ segname_corrupt_reason, XTC_CORRUPT_HEAD_JUMPED, "head_jumped" },
+	{ segname_corrupt_reason, XTC_CORRUPT_DROPPED_BACKWARDS, "dropped_backwards" },
+	{ segname_corrupt_reason, 0, "reason_0" },
+	{ segname_corrupt_reason, 9, "reason_9" },
 	/* the phrases of the daemon's "broke an invariant" line */
-	ck_assert_str_eq(segname_corrupt_reason_text(XTC_CORRUPT_HEAD_BACKWARDS, buf, sizeof(buf)),
-	                 "head went backwards");
-	ck_assert_str_eq(segname_corrupt_reason_text(XTC_CORRUPT_HEAD_JUMPED, buf, sizeof(buf)),
-	                 "head ran past the ring");
-	ck_assert_str_eq(segname_corrupt_reason_text(XTC_CORRUPT_DROPPED_BACKWARDS, buf,
-	                                             sizeof(buf)), "drop counter went backwards");
-	ck_assert_str_eq(segname_corrupt_reason_text(4, buf, sizeof(buf)), "reason 4");
+	{ segname_corrupt_reason_text, XTC_CORRUPT_HEAD_BACKWARDS, "head went backwards" },
+	{ segname_corrupt_reason_text, XTC_CORRUPT_HEAD_JUMPED, "head ran past the ring" },
+	{ segname_corrupt_reason_text, XTC_CORRUPT_DROPPED_BACKWARDS,
+	  "drop counter went backwards" },
+	{ segname_corrupt_reason_text, 4, "reason 4" },
+};
+#define N_NAME_CASES ((int)(sizeof(name_cases) / sizeof(name_cases[0])))
+
+/* Loop test over name_cases: the text, and a buffer only for numbers. */
+START_TEST(test_enum_names)
+{
+	const struct name_case *c = &name_cases[_i];
+	char buf[32];
+	const char *got = c->fn(c->v, buf, sizeof(buf));
+
+	ck_assert_str_eq(got, c->want);
+	/* names are constants; a number (the only text ending in a digit)
+	 * is formatted in buf */
+	ck_assert_int_eq(got == buf, isdigit((unsigned char)c->want[strlen(c->want) - 1]) != 0);
 }
 END_TEST
 
@@ -329,42 +329,22 @@ END_TEST
 
 static Suite *names_suite(void)
 {
-	Suite *s = suite_create("names");
-	TCase *tc;
+	const struct check_case cases[] = {
+		{ .name = "kinds", .tests = CHECK_TESTS(test_kind_names) },
+		{ .name = "enums", .tests = CHECK_TESTS(test_enum_names), .loops = N_NAME_CASES },
+		{ .name = "submit_fail",
+		  .tests = CHECK_TESTS(test_submit_fail_decode, test_submit_fail_detail_text) },
+		{ .name = "boot_id",
+		  .tests = CHECK_TESTS(test_boot_id_parse, test_boot_id_of_this_machine) },
+		{ .name = "formatters",
+		  .tests = CHECK_TESTS(test_print_loop_pid, test_print_duration, test_print_bytes,
+		                       test_print_wall) },
+	};
 
-	tc = tcase_create("tables");
-	tcase_add_test(tc, test_kind_names);
-	tcase_add_test(tc, test_end_reasons);
-	tcase_add_test(tc, test_drop_causes);
-	tcase_add_test(tc, test_corrupt_reasons);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("submit_fail");
-	tcase_add_test(tc, test_submit_fail_decode);
-	tcase_add_test(tc, test_submit_fail_detail_text);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("boot_id");
-	tcase_add_test(tc, test_boot_id_parse);
-	tcase_add_test(tc, test_boot_id_of_this_machine);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("formatters");
-	tcase_add_test(tc, test_print_loop_pid);
-	tcase_add_test(tc, test_print_duration);
-	tcase_add_test(tc, test_print_bytes);
-	tcase_add_test(tc, test_print_wall);
-	suite_add_tcase(s, tc);
-	return s;
+	return check_suite("names", cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(names_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(names_suite());
 }

@@ -23,6 +23,7 @@
 
 #include "lib/seg/seg.h"
 #include "lib/seg/segread.h"
+#include "tests/check_run.h"
 
 /* ---- helpers ---- */
 
@@ -322,6 +323,31 @@ START_TEST(test_crc_matches_reference)
 }
 END_TEST
 
+/* Both implementations behind seg_crc32c() give the reference's CRC, on
+ * every alignment and length and when chained at any split. */
+START_TEST(test_crc_table_and_instruction_agree)
+{
+	uint8_t buf[600];
+
+	rng_state = 0x7777123;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; off + len <= sizeof(buf); len += 5) {
+			uint32_t want = crc_ref(buf + off, len);
+			size_t cut = len ? (size_t)rnd() % len : 0;
+
+			ck_assert_uint_eq(seg_crc32c_table(0, buf + off, len), want);
+			ck_assert_uint_eq(seg_crc32c(0, buf + off, len), want);
+			ck_assert_uint_eq(seg_crc32c(seg_crc32c_table(0, buf + off, cut), buf + off + cut,
+			                             len - cut), want);
+		}
+#if defined(__x86_64__)
+	ck_assert_int_eq(seg_crc32c_has_hw(), __builtin_cpu_supports("sse4.2") ? 1 : 0);
+#endif
+}
+END_TEST
+
 /* ---- the record codec ---- */
 
 /* Encode recs[0..n), decode from an exact-size copy, compare. */
@@ -397,6 +423,135 @@ START_TEST(test_codec_random_round_trip)
 	}
 	round_trip(recs, N, 3, 1000);
 	free(recs);
+}
+END_TEST
+
+/* ---- the ring encoder (seg_encode_ring) against the reference ---- */
+
+/* What session.c did before seg_encode_ring: convert, hold, then
+ * seg_codec_begin() and seg_encode_rec() record by record. */
+static uint64_t ref_tick_ns(const struct seg_ticks *t, uint64_t ts)
+{
+	uint64_t d;
+
+	if (t->identity)
+		return ts;
+	if (ts >= t->anchor_ts)
+		return t->anchor_ns + (uint64_t)(((unsigned __int128)(ts - t->anchor_ts) * t->mult) >> 32);
+	d = (uint64_t)(((unsigned __int128)(t->anchor_ts - ts) * t->mult) >> 32);
+	return d > t->anchor_ns ? 0 : t->anchor_ns - d;
+}
+
+static size_t ref_encode_ring(const struct seg_ring_batch *b, uint8_t *out, uint64_t *floor,
+                              uint64_t *first)
+{
+	struct seg_codec c;
+	size_t len = 0;
+
+	for (uint32_t k = 0; k < b->n; k++) {
+		const struct xtc_shm_rec *s = &b->recs[(b->from + k) & b->mask];
+		xtc_tail_rec_t r = { .ts_ns = ref_tick_ns(&b->ticks, s->ts), .source = s->source,
+		                     .kind = s->kind, .pid = { s->loop_id, s->local_id, s->gen },
+		                     .detail = s->detail };
+
+		if (r.ts_ns < *floor && *floor - r.ts_ns < b->ticks.jitter)
+			r.ts_ns = *floor;
+		*floor = r.ts_ns;
+		if (k == 0) {
+			seg_codec_begin(&c, b->loop_id, r.ts_ns);
+			*first = r.ts_ns;
+		}
+		len += seg_encode_rec(&c, out + len, &r);
+	}
+	return len;
+}
+
+/* A slot as a producer might fill it: runs of the same pid, counters,
+ * nearby addresses, edges, and now and then anything at all. */
+static void rnd_slot(struct xtc_shm_rec *s, const struct xtc_shm_rec *prev, uint64_t *ts)
+{
+	int same = rnd() % 3 == 0;
+
+	*ts += rnd() % 8 == 0 ? (uint64_t)-(int64_t)(rnd() % 3000) : rnd() % 200;
+	s->ts = rnd() % 60 == 0 ? rnd_val() : *ts;
+	s->source = rnd() % 6 == 0 ? (uint32_t)rnd_val() : 1u << (rnd() % 8);
+	s->kind = rnd() % 15 == 0 ? (uint32_t)rnd_val() : (uint32_t)(rnd() % 16) + (rnd() % 9 == 0) * 250;
+	s->loop_id = same ? prev->loop_id : rnd() % 2 ? prev->loop_id : (uint32_t)rnd_val();
+	s->local_id = same ? prev->local_id : (uint32_t)rnd_val();
+	s->gen = same ? prev->gen : rnd_val();
+	s->detail = rnd() % 3 == 0 ? prev->detail + rnd() % 301 - 150 : rnd() % 4 == 0 ? rnd() % 200
+	          : rnd_val();
+}
+
+START_TEST(test_ring_encoder_equals_reference)
+{
+	enum { CAP = 1024 };
+	struct xtc_shm_rec *ring = calloc(CAP, sizeof(*ring));
+	uint8_t *want = malloc(CAP * SEG_MAX_REC_BYTES), *got = malloc(CAP * SEG_MAX_REC_BYTES);
+	uint64_t ts = 5000000;
+
+	ck_assert_ptr_nonnull(ring);
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	rng_state = 0xabcdef0123ULL;
+	for (int round = 0; round < 400; round++) {
+		struct seg_ring_batch b = { .recs = ring, .mask = CAP - 1 };
+		uint64_t floor, first = 0;
+		size_t wlen, glen;
+
+		for (uint32_t i = 0; i < CAP; i++)
+			rnd_slot(&ring[i], &ring[(i + CAP - 1) % CAP], &ts);
+		b.from = rnd();                        /* any index: slots wrap */
+		b.n = 1 + (uint32_t)(rnd() % CAP);
+		b.loop_id = rnd() % 2 ? ring[b.from & (CAP - 1)].loop_id : (uint32_t)rnd_val();
+		switch (round % 4) {
+		case 0:
+			b.ticks.identity = 1;
+			break;
+		default:
+			b.ticks.anchor_ts = round % 4 == 1 ? ts : rnd_val();
+			b.ticks.anchor_ns = round % 4 == 3 ? rnd() % 1000 : rnd_val();
+			b.ticks.mult = round % 4 == 2 ? rnd() : (1ull << 32) * 10 / 26;
+			b.ticks.jitter = round % 2 ? 1000 : 0;
+			break;
+		}
+		b.floor_ns = floor = rnd() % 5 == 0 ? rnd_val() : ref_tick_ns(&b.ticks, ts);
+		wlen = ref_encode_ring(&b, want, &floor, &first);
+		glen = seg_encode_ring(&b, got);
+		ck_assert_uint_le(glen, (size_t)b.n * SEG_MAX_REC_BYTES);
+		ck_assert_uint_eq(glen, wlen);
+		ck_assert_mem_eq(got, want, wlen);
+		ck_assert_uint_eq(b.first_ns, first);
+		ck_assert_uint_eq(b.floor_ns, floor);
+		ck_assert_uint_eq(b.last_ns, floor);
+	}
+	free(got);
+	free(want);
+	free(ring);
+}
+END_TEST
+
+/* Every slot's worst: escaped kinds, varint sources, fresh pids and the
+ * longest details, in a ring of the smallest capacity. */
+START_TEST(test_ring_encoder_extremes)
+{
+	struct xtc_shm_rec ring[64];
+	uint8_t want[64 * SEG_MAX_REC_BYTES], got[64 * SEG_MAX_REC_BYTES];
+	struct seg_ring_batch b = { .recs = ring, .mask = 63, .from = 60, .n = 64, .loop_id = 7,
+	                            .ticks = { .identity = 1 } };
+	uint64_t floor = 0, first = 0;
+	size_t wlen;
+
+	for (uint32_t i = 0; i < 64; i++)
+		ring[i] = (struct xtc_shm_rec){
+			.ts = i % 2 ? UINT64_MAX - i : i, .source = i % 3 ? UINT32_MAX : 0,
+			.kind = UINT32_MAX - i, .loop_id = UINT32_MAX - i, .local_id = UINT32_MAX,
+			.gen = UINT64_MAX - i, .detail = i % 2 ? UINT64_MAX : 1ull << 63 };
+	b.floor_ns = 0;
+	wlen = ref_encode_ring(&b, want, &floor, &first);
+	ck_assert_uint_eq(seg_encode_ring(&b, got), wlen);
+	ck_assert_mem_eq(got, want, wlen);
+	ck_assert_uint_le(wlen, 64 * SEG_MAX_REC_BYTES);
 }
 END_TEST
 
@@ -690,6 +845,17 @@ static int scan_log_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off
 	return 0;
 }
 
+/* Write b as segment 1 and scan it into log (cleared first) and sc. */
+static void scan_segment(const struct bytes *b, struct scan_log *log, struct seg_scan *sc)
+{
+	int fd = open(write_seg(b, 1), O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	memset(log, 0, sizeof(*log));
+	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, log, sc), 0);
+	close(fd);
+}
+
 /* A whole segment: file header, start, events, drop, end, segment end.
  * offs[] gets the block offsets. */
 static void build_segment(struct bytes *b, uint64_t seq, size_t offs[5])
@@ -702,18 +868,26 @@ static void build_segment(struct bytes *b, uint64_t seq, size_t offs[5])
 	offs[4] = put_segment_end(b, seq + 1, 4);
 }
 
+/* build_segment() into b, written as segment 1: its fd, read-write. */
+static int built_segment_fd(struct bytes *b, size_t offs[5])
+{
+	int fd;
+
+	build_segment(b, 1, offs);
+	fd = open(write_seg(b, 1), O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	return fd;
+}
+
 START_TEST(test_scan_whole)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	size_t offs[5];
-	int fd;
 
 	build_segment(&b, 1, offs);
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_int_eq(sc.header_ok, 1);
 	ck_assert_uint_eq(sc.hdr.seq, 1);
 	ck_assert_uint_eq(sc.blocks, 5);
@@ -735,13 +909,8 @@ START_TEST(test_scan_truncated_everywhere)
 	struct bytes b = { 0 };
 	struct seg_scan sc;
 	size_t offs[5];
-	const char *path;
-	int fd;
+	int fd = built_segment_fd(&b, offs);
 
-	build_segment(&b, 1, offs);
-	path = write_seg(&b, 1);
-	fd = open(path, O_RDWR);
-	ck_assert_int_ge(fd, 0);
 	for (size_t k = b.len; k-- > offs[4];) {
 		ck_assert_int_eq(ftruncate(fd, (off_t)k), 0);
 		ck_assert_int_eq(seg_scan_fd(fd, NULL, NULL, &sc), 0);
@@ -767,10 +936,9 @@ END_TEST
 START_TEST(test_scan_flipped_byte_stops)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	size_t offs[5];
-	int fd;
 
 	build_segment(&b, 1, offs);
 	/* in the EVENTS block's payload, then in its header's len */
@@ -779,10 +947,7 @@ START_TEST(test_scan_flipped_byte_stops)
 
 		bytes_put(&c, b.p, b.len);
 		c.p[which ? offs[1] + 5 : offs[1] + 16 + 20] ^= 0x40;
-		fd = open(write_seg(&c, 1), O_RDONLY);
-		memset(&log, 0, sizeof(log));
-		ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-		close(fd);
+		scan_segment(&c, &log, &sc);
 		ck_assert_int_eq((int)sc.valid_end, (int)offs[1]);
 		ck_assert_uint_eq(sc.blocks, 1);
 		ck_assert_int_eq(log.n, 1);
@@ -792,10 +957,7 @@ START_TEST(test_scan_flipped_byte_stops)
 	}
 	/* a bad file header: nothing is trusted */
 	b.p[3] ^= 1;
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	memset(&log, 0, sizeof(log));
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_int_eq(sc.header_ok, 0);
 	ck_assert_int_eq(log.n, 0);
 	ck_assert_int_eq(sc.torn, 1);
@@ -808,12 +970,8 @@ START_TEST(test_blocks_resume)
 	struct bytes b = { 0 };
 	struct segread_span sp;
 	size_t offs[5];
-	const char *path;
-	int fd;
+	int fd = built_segment_fd(&b, offs);
 
-	build_segment(&b, 1, offs);
-	path = write_seg(&b, 1);
-	fd = open(path, O_RDWR);
 	/* mid-way through the DROP block: partial, retry from its start */
 	ck_assert_int_eq(ftruncate(fd, (off_t)offs[2] + 20), 0);
 	ck_assert_int_eq(segread_blocks(fd, 128, NULL, NULL, &sp), 0);
@@ -841,11 +999,10 @@ END_TEST
 START_TEST(test_blocks_misaligned_and_big)
 {
 	struct bytes b = { 0 };
-	struct scan_log log = { 0 };
+	struct scan_log log;
 	struct seg_scan sc;
 	uint8_t *big = calloc(1, 3u << 20);
 	uint8_t odd[5] = { 1, 2, 3, 4, 5 };
-	int fd;
 
 	/* odd-length blocks put the following payloads off 8-byte alignment;
 	 * a 3 MiB block is bigger than one read chunk */
@@ -854,9 +1011,7 @@ START_TEST(test_blocks_misaligned_and_big)
 		put_block(&b, XTC_BLK_CORRUPT, 0, odd, (size_t)(i % 5) + 1, NULL, 0);
 	put_block(&b, XTC_BLK_EVICTED, 0, big, 3u << 20, NULL, 0);
 	put_block(&b, XTC_BLK_CORRUPT, 0, odd, 3, NULL, 0);
-	fd = open(write_seg(&b, 1), O_RDONLY);
-	ck_assert_int_eq(seg_scan_fd(fd, scan_log_cb, &log, &sc), 0);
-	close(fd);
+	scan_segment(&b, &log, &sc);
 	ck_assert_uint_eq(sc.blocks, 42);
 	ck_assert_int_eq((int)sc.valid_end, (int)b.len);
 	ck_assert_int_eq(sc.torn, 0);
@@ -1237,71 +1392,37 @@ END_TEST
 /* The suite: one TCase per feature. */
 static Suite *seg_suite(void)
 {
-	Suite *s = suite_create("seg");
-	TCase *tc;
+	const struct check_case cases[] = {
+		{ .name = "varint",
+		  .tests = CHECK_TESTS(test_varint_round_trip, test_varint_rejects_long) },
+		{ .name = "crc",
+		  .tests = CHECK_TESTS(test_crc_known_vector, test_crc_matches_reference,
+		                       test_crc_table_and_instruction_agree) },
+		{ .name = "codec", .timeout = 60,
+		  .tests = CHECK_TESTS(test_codec_random_round_trip, test_codec_extremes,
+		                       test_ring_encoder_equals_reference, test_ring_encoder_extremes,
+		                       test_codec_cheapest_flags, test_codec_truncation_and_bad_flags,
+		                       test_codec_garbage_is_safe) },
+		{ .name = "headers",
+		  .tests = CHECK_TESTS(test_block_seal_verify, test_file_hdr) },
+		{ .name = "names", .setup = tmpdir_setup, .teardown = tmpdir_teardown,
+		  .tests = CHECK_TESTS(test_name_parse, test_seg_path, test_seg_list_sorts) },
+		{ .name = "scan", .setup = tmpdir_setup, .teardown = tmpdir_teardown, .timeout = 60,
+		  .tests = CHECK_TESTS(test_scan_whole, test_scan_truncated_everywhere,
+		                       test_scan_flipped_byte_stops, test_blocks_resume,
+		                       test_blocks_misaligned_and_big) },
+		{ .name = "reader", .setup = tmpdir_setup, .teardown = tmpdir_teardown,
+		  .tests = CHECK_TESTS(test_reader_order_wall_dedupe, test_reader_evicted_original,
+		                       test_reader_corrupt_older_and_bad_header,
+		                       test_reader_follow_resume, test_reader_stop_and_unknown_session,
+		                       test_reader_bad_payload, test_reader_many_sessions,
+		                       test_reader_missing_dir) },
+	};
 
-	tc = tcase_create("varint");
-	tcase_add_test(tc, test_varint_round_trip);
-	tcase_add_test(tc, test_varint_rejects_long);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("crc");
-	tcase_add_test(tc, test_crc_known_vector);
-	tcase_add_test(tc, test_crc_matches_reference);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("codec");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_codec_random_round_trip);
-	tcase_add_test(tc, test_codec_extremes);
-	tcase_add_test(tc, test_codec_cheapest_flags);
-	tcase_add_test(tc, test_codec_truncation_and_bad_flags);
-	tcase_add_test(tc, test_codec_garbage_is_safe);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("headers");
-	tcase_add_test(tc, test_block_seal_verify);
-	tcase_add_test(tc, test_file_hdr);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("names");
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_name_parse);
-	tcase_add_test(tc, test_seg_path);
-	tcase_add_test(tc, test_seg_list_sorts);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("scan");
-	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_scan_whole);
-	tcase_add_test(tc, test_scan_truncated_everywhere);
-	tcase_add_test(tc, test_scan_flipped_byte_stops);
-	tcase_add_test(tc, test_blocks_resume);
-	tcase_add_test(tc, test_blocks_misaligned_and_big);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("reader");
-	tcase_add_checked_fixture(tc, tmpdir_setup, tmpdir_teardown);
-	tcase_add_test(tc, test_reader_order_wall_dedupe);
-	tcase_add_test(tc, test_reader_evicted_original);
-	tcase_add_test(tc, test_reader_corrupt_older_and_bad_header);
-	tcase_add_test(tc, test_reader_follow_resume);
-	tcase_add_test(tc, test_reader_stop_and_unknown_session);
-	tcase_add_test(tc, test_reader_bad_payload);
-	tcase_add_test(tc, test_reader_many_sessions);
-	tcase_add_test(tc, test_reader_missing_dir);
-	suite_add_tcase(s, tc);
-	return s;
+	return check_suite("seg", cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(seg_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(seg_suite());
 }

@@ -199,7 +199,9 @@ if (magic, ver, flags, count) != (b"XTCL", 3, 1, len(mine)) or base != mine[0]["
     fail("xtcl header: %r" % ((magic, ver, flags, count, base),))
 b, p, cur = x, 24, base
 names = ["SPAWN", "EXIT", "WAKE", "RUN", "PARK", "SEND", "RECV", "MBOX_HWM", "LOOP_POLL",
-         "PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL", "LIFECYCLE_DROP"]
+         "PARK_TASK", "REAP", "SUBMIT", "SUBMIT_FAIL", "POLL_FULL", "LIFECYCLE_DROP",
+         "LOOP_WAIT", "LOOP_WAKE", "LOOP_DISPATCH", "CB_BEGIN", "CB_END", "CB_FUNC",
+         "WATCH_START", "WATCH_STOP"]
 for r in mine:
     kind, src = u(1), u(1)
     cur += leb()

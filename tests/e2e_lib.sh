@@ -63,3 +63,12 @@ wait_log() {
 cat_json() {
 	"$XTCD" --cat "$DIR" --json >"$T/all.json" 2>"$T/cat.err" || fail "xtcd --cat exited $?: $(cat "$T/cat.err")"
 }
+
+# adapter_preload LIB: an LD_PRELOAD value for an adapter library; in a
+# sanitizer build the sanitizer runtimes it needs come first, as ASan
+# requires of every process it runs in.
+adapter_preload() {
+	local rt
+	rt=$(ldd "$1" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { printf "%s ", $3 }')
+	echo "$rt$1"
+}

@@ -50,6 +50,17 @@ if [ -n "$unitdir" ]; then
 	grep -q "^ExecStart=$prefix/bin/xtcd " "$stage$unitdir/xtcd.service" ||
 		{ echo "xtcd.service not installed in $unitdir, or not naming $prefix/bin/xtcd"; exit 1; }
 fi
+# The adapters, when built: they export the names they interpose and
+# nothing else, with a pkg-config file each and their man page.
+for a in ev:'^ev_' uring:'^(__)?io_uring_|^LIBURING_'; do
+	lib=$stage$libdir/libxtctail-${a%%:*}.so
+	[ -f "$lib" ] || continue
+	extra=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | grep -v -E "${a#*:}" || true)
+	[ -z "$extra" ] || { echo "libxtctail-${a%%:*} exports beyond what it interposes: $extra"; exit 1; }
+	pkg-config --libs "xtctail-${a%%:*}" | grep -q -- "-lxtctail-${a%%:*}" ||
+		{ echo "xtctail-${a%%:*}.pc does not link -lxtctail-${a%%:*}"; exit 1; }
+	find "$stage" -name "xtc_tail_${a%%:*}.3" | grep -q . || { echo "man page xtc_tail_${a%%:*}.3 not installed"; exit 1; }
+done
 echo "ok: install, pkg-config, link, exports and man pages"
 
 # ---- `sudo make install` into /usr/local, for real: the program runs with

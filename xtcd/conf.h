@@ -20,24 +20,17 @@
 /* The file read when --config is not given (a missing one is fine). */
 const char *conf_default_path(void);
 
-/* Mark every setting of c "not given", before the command line is
- * parsed into it, so that conf_build can tell what the flags set. */
-void conf_unset(struct config *c);
-
 /* Build the settings to run with into *out: the defaults, then the file
  * at path (NULL: the default path, which may be missing), then every
- * setting cli gives.  With daemon, also require what running the daemon
+ * flag cli holds (NULL: none).  With daemon, also require what running the daemon
  * needs (a directory).  Returns 0, or -1 with one line in err naming the
  * file, the line and the accepted form; *out is then left empty. */
-int  conf_build(struct config *out, const char *path, const struct config *cli, int daemon,
+struct settings_cli;
+int  conf_build(struct config *out, const char *path, const struct settings_cli *cli, int daemon,
                 char *err, size_t errlen);
 
 /* Free what conf_build allocated in c. */
 void conf_free(struct config *c);
-
-/* Parse "alice,1001" into a malloc'ed array (added to *list, *n).  Users
- * with group 0, groups with group 1.  Returns 0, or -1 with why. */
-int  conf_parse_ids(const char *s, int groups, uint32_t **list, size_t *n, char *why, size_t len);
 
 /* The access rule: root always; else, when neither list is set, anyone;
  * else a uid in allow_uids or a (primary) gid in allow_gids. */
@@ -45,6 +38,10 @@ int  conf_peer_allowed(const struct config *c, uid_t uid, gid_t gid);
 
 /* The quota of uid in bytes, CONF_NO_QUOTA when it has none. */
 uint64_t conf_quota_for(const struct config *c, uid_t uid);
+
+/* How many sessions one uid may have attached at once:
+ * max_sessions_per_uid, or for auto half of max_clients (at least 1). */
+unsigned conf_max_sessions_per_uid(const struct config *c);
 
 /* A size as "256M" (exact powers of 1024 only), for messages. */
 const char *conf_size_text(uint64_t v, char *buf, size_t len);

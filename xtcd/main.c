@@ -21,62 +21,21 @@
 #include "proto/xtc_attach.h"
 #include "xtcd/conf.h"
 #include "xtcd/report/report.h"
+#include "xtcd/settings.h"
 #include "xtcd/status.h"
 #include "xtcd/read/view.h"
 #include "xtcd/xtcd.h"
 
-/* The settings in force: the command line's while it is parsed, then
- * conf_build()'s merge of the defaults, the file and those flags. */
+/* The settings in force: conf_build()'s merge of the defaults, the file
+ * and the flags. */
 struct config cfg;
-static struct config cli;          /* the command line's, for reloads */
+static struct settings_cli cli;    /* the flags as given, for reloads */
 static const char *conf_path;      /* --config, or NULL: the default */
 
 struct ev_loop *xtcd_loop;
 static char settings[1024];
 
 void session_init_clock(void);
-
-void xlog(const char *fmt, ...)
-{
-	int saved = errno;
-	va_list ap;
-
-	flockfile(stderr); /* one whole line, also from the sync thread */
-	fputs("xtcd: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
-	errno = saved;
-}
-
-/* "64M" -> 67108864.  K, M, G, T suffixes are powers of 1024. */
-int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 const char *settings_text(void)
 {
@@ -100,6 +59,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: xtcd --dir DIR [--socket PATH] [OPTION]...   run the daemon (foreground)\n"
 "       xtcd --status [--socket PATH] [--json]        ask the running daemon\n"
+"       xtcd --check-config FILE [OPTION]...          check a configuration file\n"
 "       xtcd --cat DIR [--json] [FILTER]...           print every record and exit\n"
 "       xtcd --follow DIR [-n N|all] [--json] [FILTER]...   print records as written\n"
 "       xtcd --export chrome|dial9|xtcl DIR [FILTER]... > FILE   for a trace viewer\n"
@@ -118,18 +78,11 @@ static void usage(FILE *f)
 "Daemon options (flags win over the configuration file):\n"
 "      --config FILE        read settings from FILE (default %s;\n"
 "                           a missing default file is fine); SIGHUP re-reads it\n"
-"  -d, --dir DIR            segment directory (must exist and be writable)\n"
-"  -s, --socket PATH        attach socket (default %s)\n"
-"      --max-bytes N        all segments together at most N bytes (default 1G)\n"
-"      --segment-bytes N    one segment at most N bytes (default 64M, min 64K)\n"
-"      --keep-free N        also keep N bytes of the filesystem free (default 0)\n"
-"      --drain-ms N         drain every N ms, and on producer nudges (default 20)\n"
-"      --sync WHEN          fdatasync: never, rotate (default), or every N ms\n"
-"      --pwrite             write with pwrite(2) instead of io_uring\n"
-"      --allow-uid LIST     only these uids (comma-separated) may attach; root always may\n"
-"      --allow-gid LIST     also these groups (the peer's primary gid) may attach\n"
-"      --hello-timeout-ms N drop a client that sends no hello in N ms (default 5000)\n"
-"      --max-clients N      at most N clients attached or connecting (default 4096)\n"
+"      --check-config FILE  check FILE (and the flags given with it) and exit:\n"
+"                           0 and one line when it is good, 2 and FILE:LINE if not\n",
+	        conf_default_path());
+	settings_help(f);
+	fprintf(f,
 "Status:\n"
 "      --status             ask the daemon at --socket (or the file's socket): per\n"
 "                           session pid, uptime, ring fill per loop, events/s, drops,\n"
@@ -174,7 +127,9 @@ static void usage(FILE *f)
 "  -h, --help               this help\n"
 "  -V, --version            the version\n"
 "\n"
-"Sizes take K, M, G or T suffixes (powers of 1024).\n"
+"Sizes take K, M, G or T suffixes (powers of 1024).  Every daemon option is also\n"
+"a key of xtcd.conf(5), with the same values: --max-bytes is max_bytes,\n"
+"--allow-uid allow_uids, --verbose log_level.\n"
 "\n"
 "Examples:\n"
 "  xtcd --dir /var/lib/xtcd --socket /run/xtcd/xtcd.sock --max-bytes 4G\n"
@@ -191,8 +146,7 @@ static void usage(FILE *f)
 "  xtcd --report /var/lib/xtcd --export pprof > offcpu.pb.gz   (go tool pprof offcpu.pb.gz)\n"
 "  xtcd --report --diff -10m..-5m -5m..now /var/lib/xtcd\n"
 "\n"
-"See xtcd(8), xtcd.conf(5), xtc_tail(3) and xtc-segment(5).\n", conf_default_path(),
-	        XTC_DEFAULT_SOCKET);
+"See xtcd(8), xtcd.conf(5), xtc_tail(3) and xtc-segment(5).\n");
 }
 
 /* One line naming the bad flag and what it takes, then exit 2. */
@@ -218,41 +172,15 @@ static unsigned parse_uint(const char *flag, const char *s, unsigned min, unsign
 	return (unsigned)v;
 }
 
-static void parse_uids(const char *s)
-{
-	char *copy = strdup(s), *tok, *save = NULL;
+/* The options of the modes; the settings' come from the table, with
+ * values from OPT_SETTING on. */
+enum { OPT_CAT = 256, OPT_JSON, OPT_FOLLOW, OPT_EXPORT, OPT_STATS, OPT_COLOR, OPT_FILTER,
+       OPT_CONFIG, OPT_CHECK_CONFIG, OPT_STATUS, OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP,
+       OPT_SETTING = 512 };
 
-	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		uid_t *p = realloc(cfg.allow_uids, (cfg.allow_uid_count + 1) * sizeof *p);
-
-		if (p == NULL)
-			exit(1);
-		cfg.allow_uids = p;
-		cfg.allow_uids[cfg.allow_uid_count++] = parse_uint("--allow-uid", tok, 0, UINT_MAX - 1);
-	}
-	free(copy);
-}
-
-enum { OPT_MAX_BYTES = 256, OPT_SEGMENT_BYTES, OPT_KEEP_FREE, OPT_DRAIN_MS, OPT_SYNC,
-       OPT_PWRITE, OPT_ALLOW_UID, OPT_HELLO_TIMEOUT, OPT_MAX_CLIENTS, OPT_CAT, OPT_JSON,
-       OPT_FOLLOW, OPT_EXPORT, OPT_STATS, OPT_COLOR, OPT_FILTER,
-       OPT_CONFIG, OPT_STATUS, OPT_ALLOW_GID,
-       OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP };
-
-static const struct option options[] = {
-	{ "dir", required_argument, NULL, 'd' },
-	{ "socket", required_argument, NULL, 's' },
-	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-	{ "segment-bytes", required_argument, NULL, OPT_SEGMENT_BYTES },
-	{ "keep-free", required_argument, NULL, OPT_KEEP_FREE },
-	{ "drain-ms", required_argument, NULL, OPT_DRAIN_MS },
-	{ "sync", required_argument, NULL, OPT_SYNC },
-	{ "pwrite", no_argument, NULL, OPT_PWRITE },
-	{ "allow-uid", required_argument, NULL, OPT_ALLOW_UID },
-	{ "hello-timeout-ms", required_argument, NULL, OPT_HELLO_TIMEOUT },
-	{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
-	{ "allow-gid", required_argument, NULL, OPT_ALLOW_GID },
+static const struct option mode_options[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "cat", required_argument, NULL, OPT_CAT },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -274,8 +202,8 @@ static const struct option options[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
 };
+#define NMODE_OPTIONS (sizeof mode_options / sizeof mode_options[0])
 
 /* The reading modes and their options; none set: run the daemon. */
 struct mode {
@@ -289,7 +217,9 @@ struct mode {
 	const char *reading_opt;     /* a reading-only option given, for errors */
 	int lines_given;
 	int status;                  /* --status: ask the running daemon */
+	const char *check_config;    /* --check-config FILE */
 	int report;                  /* --report, or --export pprof|collapsed */
+	int report_given;            /* --report itself */
 	const char *report_dir;
 	const char *report_opt;      /* a report-only option given, for errors */
 	struct report_opts rep;
@@ -366,8 +296,17 @@ static void parse_report_opt(int c, const char *value, int argc, char **argv, st
 /* --report: its directory and what may go with it. */
 static void check_report(int argc, char **argv, struct mode *m)
 {
+	static char flags[64];
+
+	/* messages name the flags given: --report, --export pprof, or both */
+	snprintf(flags, sizeof flags, "%s%s%s%s", m->report_given ? "--report" : "",
+	         m->report_given && m->rep.export_format ? " " : "",
+	         m->rep.export_format ? "--export " : "",
+	         m->rep.export_format ? m->rep.export_format : "");
+	m->rep.flags = flags;
 	if (optind >= argc) {
-		fprintf(stderr, "xtcd: --report needs the segment directory: xtcd --report DIR\n");
+		fprintf(stderr, "xtcd: %s needs the segment directory: xtcd %s DIR%s\n", flags, flags,
+		        m->rep.export_format ? " > FILE" : "");
 		exit(2);
 	}
 	m->report_dir = argv[optind++];
@@ -377,8 +316,8 @@ static void check_report(int argc, char **argv, struct mode *m)
 		exit(2);
 	}
 	if (m->ro.color || m->lines_given) {
-		fprintf(stderr, "xtcd: --%s does not apply to --report; see xtcd --help\n",
-		        m->ro.color ? "color" : "lines");
+		fprintf(stderr, "xtcd: --%s does not apply to %s; see xtcd --help\n",
+		        m->ro.color ? "color" : "lines", flags);
 		exit(2);
 	}
 }
@@ -388,15 +327,28 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 {
 	int modes;
 
+	m->report_given = m->report;
 	if (m->export_format != NULL && report_export_format_valid(m->export_format)) {
 		m->report = 1;               /* --export pprof|collapsed comes from --report */
 		m->rep.export_format = m->export_format;
+	} else if (m->export_format != NULL && m->report) {
+		fprintf(stderr, "xtcd: --report --export takes pprof or collapsed, not %s; for a %s "
+		        "export of the records: xtcd --export %s DIR %s\n", m->export_format,
+		        m->export_format, m->export_format,
+		        export_format_is_dir(m->export_format) ? "OUT" : "> FILE");
+		exit(2);
 	}
 	modes = (m->cat_dir != NULL) + (m->follow_dir != NULL) + (m->stats_dir != NULL) +
-	        (m->export_format != NULL && !m->report) + m->status + m->report;
+	        (m->export_format != NULL && !m->report) + m->status + m->report +
+	        (m->check_config != NULL);
 	if (modes > 1) {
-		fprintf(stderr, "xtcd: give one of --cat, --follow, --export, --stats, --report and "
-		        "--status\n");
+		fprintf(stderr, "xtcd: give one of --cat, --follow, --export, --stats, --report, "
+		        "--status and --check-config\n");
+		exit(2);
+	}
+	if (m->check_config != NULL && m->reading_opt != NULL) {
+		fprintf(stderr, "xtcd: --%s does not apply to --check-config; see xtcd --help\n",
+		        m->reading_opt);
 		exit(2);
 	}
 	if (m->status && m->reading_opt != NULL && strcmp(m->reading_opt, "json") != 0) {
@@ -444,83 +396,125 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 	}
 }
 
-static void parse_args(int argc, char **argv, struct mode *m)
+/* "--max-bytes, --max-clients": the options name (n bytes) abbreviates;
+ * returns how many. */
+static int abbreviates(const struct option *opts, const char *name, size_t n, char *buf,
+                       size_t len)
+{
+	int count = 0;
+
+	buf[0] = '\0';
+	for (; opts->name != NULL; opts++)
+		if (strncmp(opts->name, name, n) == 0 && strlen(opts->name) > n && count++ < 4)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s--%s", count > 1 ? ", " : "",
+			         opts->name);
+	return count;
+}
+
+/* One line for an option getopt refused (opterr is 0: getopt says
+ * nothing), then exit 2. */
+static void bad_option(int c, int argc, char **argv, const struct option *opts)
+{
+	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	const char *like;
+	size_t n = strcspn(arg, "=");
+	char which[256];
+
+	if (strncmp(arg, "--", 2) != 0) {
+		/* a short option: optopt is it (arg may hold several, -vx) */
+		if (c == ':')
+			fprintf(stderr, "xtcd: -%c needs a value; see xtcd --help\n", optopt);
+		else
+			fprintf(stderr, "xtcd: unknown option -%c; see xtcd --help\n", optopt);
+	} else if (c == ':') {
+		fprintf(stderr, "xtcd: %s needs a value; see xtcd --help\n", arg);
+	} else if (optopt != 0 && arg[n] == '=') {
+		fprintf(stderr, "xtcd: %.*s takes no value; see xtcd --help\n", (int)n, arg);
+	} else if (abbreviates(opts, arg + 2, n - 2, which, sizeof which) > 1) {
+		fprintf(stderr, "xtcd: %.*s is short for more than one option (%s); give it whole\n",
+		        (int)n, arg, which);
+	} else if ((like = settings_suggest_flag(arg + 2)) != NULL) {
+		fprintf(stderr, "xtcd: unknown option %.*s; did you mean --%s?\n", (int)n, arg, like);
+	} else {
+		fprintf(stderr, "xtcd: unknown option %.*s; see xtcd --help\n", (int)n, arg);
+	}
+	exit(2);
+}
+
+/* A setting's flag: into cli, checked now. */
+static void take_setting(int row, const char *value)
+{
+	char err[1024];
+
+	if (settings_flag(&cli, (size_t)row, value, err, sizeof err) < 0) {
+		fprintf(stderr, "xtcd: %s\n", err);
+		exit(2);
+	}
+}
+
+/* A mode's own option. */
+static void take_mode_option(int c, const char *name, int argc, char **argv,
+                             const struct option *opts, struct mode *m)
 {
 	enum view_color color;
-	int c, idx = -1;
 
+	switch (c) {
+	case OPT_CONFIG: conf_path = optarg; break;
+	case OPT_CHECK_CONFIG: m->check_config = optarg; break;
+	case OPT_STATUS: m->status = 1; break;
+	case OPT_REPORT: m->report = 1; break;
+	case OPT_DIFF: case OPT_SVG: case OPT_STALL: case OPT_TOP:
+		parse_report_opt(c, optarg, argc, argv, m);
+		break;
+	case OPT_CAT: m->cat_dir = optarg; break;
+	case OPT_JSON: m->ro.json = 1; m->reading_opt = "json"; break;
+	case OPT_FOLLOW: m->follow_dir = optarg; break;
+	case OPT_EXPORT: m->export_format = optarg; break;
+	case OPT_STATS: m->stats_dir = optarg; break;
+	case 'n': parse_lines(optarg, m); break;
+	case OPT_COLOR:
+		if (view_parse_color(optarg ? optarg : "always", &color) < 0)
+			bad_value("--color", optarg, "expected auto, always or never");
+		m->ro.color = (int)color;
+		m->reading_opt = "color";
+		break;
+	case OPT_FILTER: parse_filter(name, optarg, m); break;
+	case 'h': usage(stdout); exit(0);
+	case 'V': printf("xtcd %s\n", PACKAGE_VERSION); exit(0);
+	default: bad_option(c, argc, argv, opts);
+	}
+}
+
+static void parse_args(int argc, char **argv, struct mode *m)
+{
+	struct option options[NMODE_OPTIONS + SETTINGS_MAX + 1] = { 0 };
+	char shortopts[2 * SETTINGS_MAX + 16];
+	int c, idx;
+
+	memcpy(options, mode_options, sizeof mode_options);
+	settings_long_options(options + NMODE_OPTIONS, OPT_SETTING);
+	/* ':' first: a missing value is ':', told apart from an unknown '?' */
+	snprintf(shortopts, sizeof shortopts, ":%sn:hV", settings_short_options());
+	opterr = 0;
 	m->ro.lines = 10;
 	report_opts_init(&m->rep);
-	while ((c = getopt_long(argc, argv, "d:s:n:hV", options, &idx)) != -1) {
-		switch (c) {
-		case 'd': cfg.dir = optarg; break;
-		case 's': cfg.socket = optarg; break;
-		case OPT_MAX_BYTES:
-			if (parse_size(optarg, &cfg.max_bytes) < 0)
-				bad_value("--max-bytes", optarg, "expected a size such as 512M or 4G");
-			break;
-		case OPT_SEGMENT_BYTES:
-			if (parse_size(optarg, &cfg.segment_bytes) < 0 || cfg.segment_bytes < (64u << 10))
-				bad_value("--segment-bytes", optarg, "expected a size of at least 64K, such as 64M");
-			break;
-		case OPT_KEEP_FREE:
-			if (parse_size(optarg, &cfg.keep_free) < 0)
-				bad_value("--keep-free", optarg, "expected a size such as 1G");
-			break;
-		case OPT_DRAIN_MS: cfg.drain_ms = parse_uint("--drain-ms", optarg, 1, 60000); break;
-		case OPT_SYNC:
-			if (strcmp(optarg, "never") == 0)
-				cfg.sync = SYNC_NEVER;
-			else if (strcmp(optarg, "rotate") == 0)
-				cfg.sync = SYNC_ROTATE;
-			else if (*optarg >= '0' && *optarg <= '9') {
-				cfg.sync = SYNC_PERIOD;
-				cfg.sync_ms = parse_uint("--sync", optarg, 1, 3600000);
-			} else
-				bad_value("--sync", optarg, "expected never, rotate, or a period in ms");
-			break;
-		case OPT_PWRITE: cfg.force_pwrite = 1; break;
-		case OPT_ALLOW_UID: parse_uids(optarg); break;
-		case OPT_HELLO_TIMEOUT:
-			cfg.hello_timeout_ms = parse_uint("--hello-timeout-ms", optarg, 1, 600000);
-			break;
-		case OPT_MAX_CLIENTS: cfg.max_clients = parse_uint("--max-clients", optarg, 1, 1000000); break;
-		case OPT_ALLOW_GID: {
-			char why[256];
-
-			if (conf_parse_ids(optarg, 1, &cfg.allow_gids, &cfg.allow_gid_count, why, sizeof why) < 0)
-				bad_value("--allow-gid", optarg, why);
-			break;
-		}
-		case OPT_CONFIG: conf_path = optarg; break;
-		case OPT_STATUS: m->status = 1; break;
-		case OPT_REPORT: m->report = 1; break;
-		case OPT_DIFF: case OPT_SVG: case OPT_STALL: case OPT_TOP:
-			parse_report_opt(c, optarg, argc, argv, m);
-			break;
-		case OPT_CAT: m->cat_dir = optarg; break;
-		case OPT_JSON: m->ro.json = 1; m->reading_opt = "json"; break;
-		case OPT_FOLLOW: m->follow_dir = optarg; break;
-		case OPT_EXPORT: m->export_format = optarg; break;
-		case OPT_STATS: m->stats_dir = optarg; break;
-		case 'n': parse_lines(optarg, m); break;
-		case OPT_COLOR:
-			if (view_parse_color(optarg ? optarg : "always", &color) < 0)
-				bad_value("--color", optarg, "expected auto, always or never");
-			m->ro.color = (int)color;
-			m->reading_opt = "color";
-			break;
-		case OPT_FILTER: parse_filter(options[idx].name, optarg, m); break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("xtcd %s\n", PACKAGE_VERSION); exit(0);
-		default:
-			fprintf(stderr, "xtcd: unknown or incomplete option; see xtcd --help\n");
-			exit(2);
-		}
+	while (idx = -1, (c = getopt_long(argc, argv, shortopts, options, &idx)) != -1) {
+		if (c >= OPT_SETTING)
+			take_setting(c - OPT_SETTING, optarg);
+		else if (settings_by_short(c) >= 0)
+			take_setting(settings_by_short(c), optarg);
+		else
+			take_mode_option(c, idx >= 0 ? options[idx].name : NULL, argc, argv, options, m);
 	}
 	check_reading_mode(argc, argv, m);
 	if (optind < argc) {
-		fprintf(stderr, "xtcd: unexpected argument '%s'; see xtcd --help\n", argv[optind]);
+		const char *bare = settings_bare_flag(argv[optind - 1]);
+
+		if (bare != NULL)   /* "--verbose debug": an optional value needs its '=' */
+			fprintf(stderr, "xtcd: unexpected argument '%s'; a value of --%s goes after "
+			        "'=': --%s=%s\n", argv[optind], bare, bare, argv[optind]);
+		else
+			fprintf(stderr, "xtcd: unexpected argument '%s'; see xtcd --help\n", argv[optind]);
 		exit(2);
 	}
 }
@@ -531,11 +525,27 @@ static void load_config(int daemon)
 {
 	char err[1024];
 
-	cli = cfg;
 	if (conf_build(&cfg, conf_path, &cli, daemon, err, sizeof err) < 0) {
 		fprintf(stderr, "xtcd: %s\n", err);
 		exit(2);
 	}
+	xlog_set_level(cfg.log_level);
+}
+
+/* --check-config FILE: build the settings as the daemon would (FILE, then
+ * the flags given with it), say so in one line, and exit. */
+static int check_config(const char *path)
+{
+	char err[1024];
+	struct config c;
+
+	if (conf_build(&c, path, &cli, 0, err, sizeof err) < 0) {
+		fprintf(stderr, "xtcd: %s\n", err);
+		return 2;
+	}
+	conf_free(&c);
+	printf("%s: OK\n", path);
+	return 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -553,38 +563,34 @@ static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Keep the setting in force when the new file changes one that needs a
  * restart (the directory, the socket, the I/O backend). */
-static void keep_for_restart(const char *key, const char **now, const char **next)
+static void keep_for_restart(const struct setting *s, struct config *next)
 {
-	const char *t;
+	char now[256], then[256];
 
-	if (strcmp(*now, *next) == 0)
+	settings_format(s, &cfg, now, sizeof now);
+	settings_format(s, next, then, sizeof then);
+	if (strcmp(now, then) == 0)
 		return;
-	xlog("SIGHUP: %s changed to %s: a restart is needed to apply it; still using %s", key, *next,
-	     *now);
-	t = *now; /* swap: the struct freed below takes the new string */
-	*now = *next;
-	*next = t;
+	xlog_warn("SIGHUP: %s changed to %s: a restart is needed to apply it; still using %s", s->key,
+	          then, now);
+	settings_keep(s, &cfg, next);
 }
 
-/* SIGHUP: read the file again and apply what can change while running: the
- * budget, drain_ms, sync, the access rule, the quotas, the hello timeout
- * and max_clients.  A bad file changes nothing.  Flags still win. */
+/* SIGHUP: read the file again and apply what can change while running
+ * (every setting but the SETTING_RESTART ones).  A bad file changes
+ * nothing.  Flags still win. */
 static void reload_config(void)
 {
 	struct config next, old;
-	char err[1024], q[32], b[32];
+	char err[1024], applied[2048];
 
 	if (conf_build(&next, conf_path, &cli, 1, err, sizeof err) < 0) {
-		xlog("SIGHUP: %s; keeping the settings in force", err);
+		xlog_error("SIGHUP: %s; keeping the settings in force", err);
 		return;
 	}
-	keep_for_restart("dir", &cfg.dir, &next.dir);
-	keep_for_restart("socket", &cfg.socket, &next.socket);
-	if (next.force_pwrite != cfg.force_pwrite) {
-		xlog("SIGHUP: pwrite changed: a restart is needed to apply it; still writing with %s",
-		     store_io_backend());
-		next.force_pwrite = cfg.force_pwrite;
-	}
+	for (size_t i = 0; i < settings_count; i++)
+		if (settings_table[i].flags & SETTING_RESTART)
+			keep_for_restart(&settings_table[i], &next);
 	old = cfg;
 	cfg = next;
 	if (cfg.drain_ms != old.drain_ms) {
@@ -592,17 +598,11 @@ static void reload_config(void)
 		ev_timer_again(xtcd_loop, &drain_w);
 	}
 	conf_free(&old);
+	xlog_set_level(cfg.log_level);
 	store_reconfigure();
 	settings_build();
-	xlog("SIGHUP: re-read %s: max_bytes=%llu segment_bytes=%llu keep_free=%llu drain_ms=%u "
-	     "sync=%s hello_timeout_ms=%u max_clients=%u allowed=%s quota=%s (%zu per-uid)",
-	     conf_path ? conf_path : conf_default_path(), (unsigned long long)cfg.max_bytes,
-	     (unsigned long long)cfg.segment_bytes, (unsigned long long)cfg.keep_free, cfg.drain_ms,
-	     cfg.sync == SYNC_NEVER ? "never" : cfg.sync == SYNC_ROTATE ? "rotate"
-	                                     : (snprintf(b, sizeof b, "%u", cfg.sync_ms), b),
-	     cfg.hello_timeout_ms, cfg.max_clients,
-	     cfg.allow_uids == NULL && cfg.allow_gids == NULL ? "any" : "listed",
-	     conf_size_text(cfg.quota, q, sizeof q), cfg.quota_count);
+	xlog("SIGHUP: re-read %s: %s", conf_path ? conf_path : conf_default_path(),
+	     settings_describe_all(&cfg, SETTING_RESTART, applied, sizeof applied));
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -627,7 +627,8 @@ static void raise_fd_limit(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			xlog_debug("descriptor limit raised to %llu", (unsigned long long)rl.rlim_cur);
 	}
 }
 
@@ -641,7 +642,7 @@ static int run_daemon(void)
 	raise_fd_limit();
 	xtcd_loop = ev_default_loop(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
 	if (xtcd_loop == NULL) {
-		xlog("cannot start the event loop");
+		xlog_error("cannot start the event loop");
 		return 1;
 	}
 	session_init_clock();
@@ -659,6 +660,11 @@ static int run_daemon(void)
 	}
 	ev_timer_init(&drain_w, drain_cb, cfg.drain_ms / 1000.0, cfg.drain_ms / 1000.0);
 	ev_timer_start(xtcd_loop, &drain_w);
+	if (xlog_enabled(XLOG_DEBUG)) {
+		char all[2048];
+
+		xlog_debug("settings in force: %s", settings_describe_all(&cfg, 0, all, sizeof all));
+	}
 	xlog("listening on %s, writing %s (budget %llu bytes, segments of %llu, %s)", server_path(),
 	     cfg.dir, (unsigned long long)cfg.max_bytes, (unsigned long long)cfg.segment_bytes,
 	     store_io_backend());
@@ -681,8 +687,9 @@ int main(int argc, char **argv)
 {
 	struct mode m = { 0 };
 
-	conf_unset(&cfg);
 	parse_args(argc, argv, &m);
+	if (m.check_config != NULL)
+		return check_config(m.check_config);
 	if (m.cat_dir != NULL)
 		return xtcd_cat(m.cat_dir, &m.ro, stdout);
 	if (m.follow_dir != NULL)

@@ -277,6 +277,8 @@ static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 			ev_io_stop(loop, &srv.io);
 			ev_timer_set(&srv.retry, 0.1, 0);
 			ev_timer_start(loop, &srv.retry);
+		} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			xlog_warn("accept: %s; that connection was not accepted", strerror(errno));
 		}
 		return;
 	}

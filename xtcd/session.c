@@ -52,7 +52,7 @@ struct sring {
 	uint64_t start_dropped;
 	uint64_t last_dropped;
 	uint64_t last_ts;       /* ns of the last record drained */
-	uint64_t ts_floor;      /* ns of the last record copied out (see ring_copy_out) */
+	uint64_t ts_floor;      /* ns of the last record copied out (see ts_ticks) */
 	uint32_t loop_id;
 	int      corrupt;
 	uint64_t touch_from;    /* first record index whose page we touch */
@@ -198,6 +198,19 @@ static inline uint64_t ts_to_ns(const struct ts_conv *c, uint64_t ts)
 	return d > c->a.mono_ns ? 0 : c->a.mono_ns - d;
 }
 
+/* The same conversion for lib/seg's ring encoder, which also holds a
+ * record that comes out a little before its predecessor (each drain
+ * converts with a fresh clock anchor, some tens of ns off the last one)
+ * at the predecessor's time.  Anything more is what the producer wrote,
+ * and shows. */
+static struct seg_ticks ts_ticks(const struct ts_conv *c)
+{
+	if (c->ns)
+		return (struct seg_ticks){ .identity = 1 };
+	return (struct seg_ticks){ .anchor_ts = c->a.ts, .anchor_ns = c->a.mono_ns, .mult = c->mult,
+	                           .jitter = ANCHOR_JITTER_NS };
+}
+
 /* ---------------------------------------------------------------------
  * Draining
  */
@@ -239,62 +252,42 @@ static uint64_t ring_copy_out(struct session *s, uint32_t i, uint64_t from, uint
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
-	uint64_t mask = s->hdr.ring_capacity - 1, done = 0;
+	struct seg_ring_batch b = { .recs = r->recs, .mask = s->hdr.ring_capacity - 1,
+	                            .loop_id = sr->loop_id, .ticks = ts_ticks(tc) };
+	uint64_t done = 0;
 
 	while (from + done < to) {
 		uint32_t n = (uint32_t)(to - from - done < BATCH ? to - from - done : BATCH);
 		uint32_t max = (uint32_t)(sizeof(struct xtc_seg_events) + (size_t)n * SEG_MAX_REC_BYTES);
-		struct xtc_seg_events *e;
-		uint8_t *body, *p;
-		struct seg_codec codec;
+		struct xtc_seg_events e;
 		struct commit c;
+		uint8_t *at;
 
 		if (store_quota_blocked(s->uid)) {
 			if (quota_drop(s, i, from + done, to, tc) == 0)
 				done = to - from;
 			break;
 		}
-		e = store_block_begin(max);
-		if (e == NULL)
+		/* Built in its packed place (bytes only): no move at the end. */
+		at = store_block_begin_bytes(max);
+		if (at == NULL)
 			break;
-		body = p = (uint8_t *)(e + 1);
-		for (uint32_t k = 0; k < n; k++) {
-			const volatile struct xtc_shm_rec *src = &r->recs[(from + done + k) & mask];
-			xtc_tail_rec_t rec;
-
-			/* Each drain converts TSC ticks with a fresh clock
-			 * anchor, some tens of ns off the last one: hold a
-			 * record that comes out a little before its predecessor
-			 * at the predecessor's time.  Anything more is what the
-			 * producer wrote, and shows. */
-			rec.ts_ns = ts_to_ns(tc, src->ts);
-			if (!tc->ns && rec.ts_ns < sr->ts_floor &&
-			    sr->ts_floor - rec.ts_ns < ANCHOR_JITTER_NS)
-				rec.ts_ns = sr->ts_floor;
-			sr->ts_floor = rec.ts_ns;
-			rec.source = src->source;
-			rec.kind = src->kind;
-			rec.pid.loop_id = src->loop_id;
-			rec.pid.local_id = src->local_id;
-			rec.pid.gen = src->gen;
-			rec.detail = src->detail;
-			if (k == 0) {
-				memset(e, 0, sizeof *e);
-				e->first_ts_ns = rec.ts_ns;
-				seg_codec_begin(&codec, sr->loop_id, rec.ts_ns);
-			}
-			p += seg_encode_rec(&codec, p, &rec);
-			sr->last_ts = rec.ts_ns;
-		}
-		e->session_id = s->id;
-		e->ring = i;
-		e->loop_id = sr->loop_id;
-		e->first_index = from + done;
-		e->count = n;
-		e->body_len = (uint32_t)(p - body);
+		memset(&e, 0, sizeof e);
+		b.from = from + done;
+		b.n = n;
+		b.floor_ns = sr->ts_floor;
+		e.body_len = (uint32_t)seg_encode_ring(&b, at + sizeof e);
+		e.first_ts_ns = b.first_ns;
+		sr->ts_floor = sr->last_ts = b.last_ns;
+		e.session_id = s->id;
+		e.ring = i;
+		e.loop_id = sr->loop_id;
+		e.first_index = from + done;
+		e.count = n;
+		memcpy(at, &e, sizeof e);
 		done += n;
 		c = (struct commit){ s->id, i, from + done, n, s->uid, 0 };
-		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof *e + e->body_len), &c);
+		store_block_end(XTC_BLK_EVENTS, 0, (uint32_t)(sizeof e + e.body_len), &c);
 		s->inflight += n;
 	}
 	return done;

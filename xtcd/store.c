@@ -64,6 +64,7 @@ struct wbuf {
 	size_t    ncommits, commit_cap;
 	uint64_t  records;
 	size_t    begun;      /* where the block being built is: build_at(len) */
+	int       packed;     /* ... or len itself (store_block_begin_bytes) */
 };
 
 static struct {
@@ -82,7 +83,9 @@ static struct {
 	int       uring_efd;
 	ev_io     uring_w;
 	ev_timer  sync_w;
+	ev_idle   resume_w;        /* pwrite: a starved drain goes on (resume_cb) */
 	int       rotating;
+	int       starved;         /* a block was refused for want of a free buffer */
 	int       last_errno;      /* the last write error, logged once */
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */
@@ -368,7 +371,9 @@ static size_t build_at(size_t len)
 	return (len + SLACK) & ~(size_t)SLACK;
 }
 
-void *store_block_begin(uint32_t len)
+/* The filling buffer with room for a block of payload len, rotating or
+ * sealing as needed; NULL when there is none. */
+static struct wbuf *block_room(uint32_t len)
 {
 	size_t total = sizeof(struct xtc_seg_blk_hdr) + len;
 	struct wbuf *b;
@@ -382,8 +387,10 @@ void *store_block_begin(uint32_t len)
 
 		for (int i = 0; i < NBUF; i++)
 			free_bufs += st.bufs[i].state == BUF_FREE;
-		if (free_bufs < 2)
+		if (free_bufs < 2) {
+			st.starved = 1;
 			return NULL;
+		}
 		segment_rotate();
 		if (st.cur == NULL)
 			return NULL;
@@ -393,21 +400,50 @@ void *store_block_begin(uint32_t len)
 		buf_seal();
 		b = NULL;
 	}
-	if (b == NULL && (b = st.filling = buf_take()) == NULL)
+	if (b == NULL && (b = st.filling = buf_take()) == NULL) {
+		st.starved = 1;
+		return NULL;
+	}
+	return b;
+}
+
+void *store_block_begin(uint32_t len)
+{
+	struct wbuf *b = block_room(len);
+
+	if (b == NULL)
 		return NULL;
 	b->begun = build_at(b->len);
+	b->packed = 0;
+	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
+}
+
+uint8_t *store_block_begin_bytes(uint32_t len)
+{
+	struct wbuf *b = block_room(len);
+
+	if (b == NULL)
+		return NULL;
+	b->begun = b->len;
+	b->packed = 1;
 	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
 }
 
 void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct commit *c)
 {
 	struct wbuf *b = st.filling;
-	struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(void *)(b->data + b->begun);
-	size_t total = sizeof *h + len;
+	size_t total = sizeof(struct xtc_seg_blk_hdr) + len;
 
-	seg_blk_seal(h, type, flags, len);
-	if (b->begun != b->len)
-		memmove(b->data + b->len, h, total);
+	if (b->packed) {
+		seg_blk_seal_bytes(b->data + b->begun, type, flags, len);
+		b->packed = 0;
+	} else {
+		struct xtc_seg_blk_hdr *h = (struct xtc_seg_blk_hdr *)(void *)(b->data + b->begun);
+
+		seg_blk_seal(h, type, flags, len);
+		if (b->begun != b->len)
+			memmove(b->data + b->len, h, total);
+	}
 	b->len += total;
 	st.cur->reserved += (off_t)total;
 	st.cur->blocks++;
@@ -592,12 +628,36 @@ static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (st.inflight != NULL)
 			write_done(res == -EAGAIN || res == -EINTR ? 0 : res);
 	}
+	/* A drain that stopped because every buffer was waiting for the
+	 * disk goes on now that one is free, not at the next nudge or
+	 * timer: under overload that wait is what made io_uring slower
+	 * than pwrite, whose writes never leave the drain without one. */
+	if (st.starved && !st.rotating) {
+		st.starved = 0;
+		session_drain_all();
+	}
+}
+
+/* pwrite: the buffers a starved drain filled are written now; let the
+ * loop run its other watchers once, then drain on instead of waiting for
+ * the next nudge or timer (a producer whose ring is full nudges no more).
+ * io_uring resumes in uring_cb() instead, when a write completes. */
+static void resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
+	if (st.starved && !st.rotating) {
+		st.starved = 0;
+		session_drain_all();
+	}
 }
 
 void store_flush(void)
 {
 	buf_seal();
 	submit_next();
+	if (st.starved && !st.use_uring && st.loop != NULL && !ev_is_active(&st.resume_w))
+		ev_idle_start(st.loop, &st.resume_w);
 }
 
 /* Block until the write in flight completes, so a buffer frees up: for
@@ -666,6 +726,7 @@ int store_init(struct ev_loop *loop)
 	uint64_t seq;
 
 	st.loop = loop;
+	ev_idle_init(&st.resume_w, resume_cb);
 	st.next_session_id = 1;
 	st.dirfd = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st.dirfd < 0) {
@@ -719,6 +780,7 @@ void store_reconfigure(void)
 void store_fini(int clean)
 {
 	ev_timer_stop(st.loop, &st.check_w);
+	ev_idle_stop(st.loop, &st.resume_w);
 	if (clean)
 		segment_close(0);
 	else

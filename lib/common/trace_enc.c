@@ -340,7 +340,7 @@ static const struct d9_field d9_own[] = {
 #define D9_OWN_DETAIL 3
 static const struct d9_field d9_kind_field = { "kind", D9_FT_VARINT };
 
-#define D9_GENERIC (XTC_TAIL_LIFECYCLE_DROP + 1u)   /* type id of XtcEvent */
+#define D9_GENERIC XTC_TAIL_NKINDS   /* type id of XtcEvent */
 
 /*
  * One schema per kind; its type_id is the kind (D9_GENERIC for any kind
@@ -367,6 +367,14 @@ static const struct {
 	[XTC_TAIL_SUBMIT_FAIL]    = { "XtcSubmitFailEvent", LEAD_NONE, NULL },
 	[XTC_TAIL_POLL_FULL]      = { "XtcPollFullEvent", LEAD_NONE, NULL },
 	[XTC_TAIL_LIFECYCLE_DROP] = { "XtcLifecycleDropEvent", LEAD_NONE, NULL },
+	[XTC_TAIL_LOOP_WAIT]      = { "XtcLoopWaitEvent", LEAD_NONE, NULL },
+	[XTC_TAIL_LOOP_WAKE]      = { "XtcLoopWakeEvent", LEAD_NONE, "ns" },
+	[XTC_TAIL_LOOP_DISPATCH]  = { "XtcLoopDispatchEvent", LEAD_NONE, "ns" },
+	[XTC_TAIL_CB_BEGIN]       = { "XtcCallbackBeginEvent", LEAD_NONE, "ns" },
+	[XTC_TAIL_CB_END]         = { "XtcCallbackEndEvent", LEAD_NONE, "ns" },
+	[XTC_TAIL_CB_FUNC]        = { "XtcCallbackFuncEvent", LEAD_NONE, NULL },
+	[XTC_TAIL_WATCH_START]    = { "XtcWatchStartEvent", LEAD_NONE, NULL },
+	[XTC_TAIL_WATCH_STOP]     = { "XtcWatchStopEvent", LEAD_NONE, NULL },
 	[D9_GENERIC]              = { "XtcEvent", LEAD_NONE, NULL },
 };
 

@@ -12,10 +12,17 @@
 
 #include "xtc_tail.h"
 #include "proto/xtc_seg.h"
+#include "proto/xtc_shm.h"
 
 /* CRC-32C (Castagnoli), as every block and file header carries. Start
  * with crc = 0. */
 uint32_t seg_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Behind seg_crc32c(): whether it uses the CPU's crc32 instruction
+ * (SSE4.2, checked once at run time), and the table implementation it
+ * falls back to, which the tests hold the instruction against. */
+int seg_crc32c_has_hw(void);
+uint32_t seg_crc32c_table(uint32_t crc, const void *buf, size_t len);
 
 /* LEB128.  put returns bytes written (1..10); get returns bytes read or 0
  * when the varint is truncated or longer than 10 bytes. */
@@ -40,6 +47,38 @@ void seg_codec_begin(struct seg_codec *c, uint32_t loop_id, uint64_t first_ts_ns
  * SEG_MAX_REC_BYTES.  Returns bytes written. */
 size_t seg_encode_rec(struct seg_codec *c, uint8_t *out, const xtc_tail_rec_t *r);
 
+/* How seg_encode_ring() turns a ring's ticks into nanoseconds: ticks as
+ * they are when identity, else anchor_ns + (ticks - anchor_ts) * mult /
+ * 2^32 (mult: ns per tick in 32.32 fixed point; 0 where that would go
+ * below 0); then a record that comes out less than `jitter` ns before its
+ * predecessor is held at the predecessor's time. */
+struct seg_ticks {
+	uint64_t anchor_ts;
+	uint64_t anchor_ns;
+	uint64_t mult;
+	uint64_t jitter;
+	int      identity;
+};
+
+/* One EVENTS body's worth of ring slots for seg_encode_ring(). */
+struct seg_ring_batch {
+	const struct xtc_shm_rec *recs;  /* the ring's slots */
+	uint64_t mask;                   /* capacity - 1 */
+	uint64_t from;                   /* first index (slot from & mask) */
+	uint32_t n;                      /* records, at least 1 */
+	uint32_t loop_id;                /* the body's loop (seg_codec_begin) */
+	struct seg_ticks ticks;
+	uint64_t floor_ns;               /* in: ns of the record before; out: of the last */
+	uint64_t first_ns, last_ns;      /* out: ns of the first and last record */
+};
+
+/* Encode slots [from, from + n) of a ring as one EVENTS body at out, which
+ * has room for n * SEG_MAX_REC_BYTES: the same bytes as seg_codec_begin()
+ * at the first record's time and seg_encode_rec() for each, faster.  Each
+ * slot is read exactly once (the ring may be another process's shared
+ * memory).  Returns the bytes written. */
+size_t seg_encode_ring(struct seg_ring_batch *b, uint8_t *out);
+
 /* Decode one record from [p, end).  Returns bytes consumed, or 0 when the
  * record is truncated or malformed. */
 size_t seg_decode_rec(struct seg_codec *c, const uint8_t *p, const uint8_t *end,
@@ -48,6 +87,10 @@ size_t seg_decode_rec(struct seg_codec *c, const uint8_t *p, const uint8_t *end,
 /* Fill in a block header for `len` payload bytes that follow it in memory
  * and compute its CRC. */
 void seg_blk_seal(struct xtc_seg_blk_hdr *h, uint16_t type, uint16_t flags, uint32_t len);
+
+/* The same for a block at any address (it is written with memcpy only):
+ * for blocks built in their packed place in a write buffer. */
+void seg_blk_seal_bytes(void *at, uint16_t type, uint16_t flags, uint32_t len);
 
 /* Check a block whose header and `len` payload bytes are in memory:
  * 0 when valid, -EBADMSG when the CRC or type is wrong. */

@@ -19,7 +19,7 @@ struct name {
 	const char *text;
 };
 
-static const struct name kinds[SEGNAME_NKINDS] = {
+static const struct name kinds[] = {
 	[XTC_TAIL_SPAWN]          = { "SPAWN", NULL },
 	[XTC_TAIL_EXIT]           = { "EXIT", NULL },
 	[XTC_TAIL_WAKE]           = { "WAKE", NULL },
@@ -35,7 +35,20 @@ static const struct name kinds[SEGNAME_NKINDS] = {
 	[XTC_TAIL_SUBMIT_FAIL]    = { "SUBMIT_FAIL", NULL },
 	[XTC_TAIL_POLL_FULL]      = { "POLL_FULL", NULL },
 	[XTC_TAIL_LIFECYCLE_DROP] = { "LIFECYCLE_DROP", NULL },
+	/* the loop-library adapters' (xtc_tail_ev(3)) */
+	[XTC_TAIL_LOOP_WAIT]      = { "LOOP_WAIT", NULL },
+	[XTC_TAIL_LOOP_WAKE]      = { "LOOP_WAKE", NULL },
+	[XTC_TAIL_LOOP_DISPATCH]  = { "LOOP_DISPATCH", NULL },
+	[XTC_TAIL_CB_BEGIN]       = { "CB_BEGIN", NULL },
+	[XTC_TAIL_CB_END]         = { "CB_END", NULL },
+	[XTC_TAIL_CB_FUNC]        = { "CB_FUNC", NULL },
+	[XTC_TAIL_WATCH_START]    = { "WATCH_START", NULL },
+	[XTC_TAIL_WATCH_STOP]     = { "WATCH_STOP", NULL },
 };
+
+/* The counters sized by SEGNAME_NKINDS have a slot for every row here. */
+_Static_assert(sizeof(kinds) / sizeof(kinds[0]) == SEGNAME_NKINDS,
+               "every kind below XTC_TAIL_NKINDS (lib/xtc_tail.h) has a row here");
 
 static const struct name end_reasons[] = {
 	[XTC_END_DETACHED]        = { "detached", "detached" },
@@ -59,70 +72,69 @@ static const struct name corrupt_reasons[] = {
 	[XTC_CORRUPT_DROPPED_BACKWARDS] = { "dropped_backwards", "drop counter went backwards" },
 };
 
-/* The row of v, or NULL for a value the table does not name. */
-static const struct name *row(const struct name *tab, size_t count, uint32_t v)
-{
-	return v < count && tab[v].name ? &tab[v] : NULL;
-}
+/* One enumeration: its rows, and how a value it does not name prints. */
+struct table {
+	const struct name *rows;
+	size_t      count;
+	const char *name_prefix;   /* "KIND_" for KIND_17 */
+	const char *text_prefix;   /* "reason " for "reason 17"; NULL: no phrases */
+};
 
-#define ROW(tab, v) row(tab, sizeof(tab) / sizeof(tab[0]), v)
+#define TABLE(rows, name_prefix, text_prefix) \
+	{ rows, sizeof(rows) / sizeof(rows[0]), name_prefix, text_prefix }
 
-/* s, or "<prefix><v>" formatted in buf when s is NULL. */
-static const char *or_number(const char *s, const char *prefix, uint32_t v, char *buf,
-                             size_t len)
+static const struct table kind_tab = TABLE(kinds, "KIND_", NULL);
+static const struct table end_tab = TABLE(end_reasons, "reason_", "reason ");
+static const struct table drop_tab = TABLE(drop_causes, "cause_", NULL);
+static const struct table corrupt_tab = TABLE(corrupt_reasons, "reason_", "reason ");
+
+/* v's name (or with text, its phrase) in t, else the prefix and the
+ * number formatted in buf. */
+static const char *lookup(const struct table *t, uint32_t v, int text, char *buf, size_t len)
 {
+	const struct name *n = v < t->count ? &t->rows[v] : NULL;
+	const char *s = n ? (text ? n->text : n->name) : NULL;
+
 	if (s)
 		return s;
-	snprintf(buf, len, "%s%" PRIu32, prefix, v);
+	snprintf(buf, len, "%s%" PRIu32, text ? t->text_prefix : t->name_prefix, v);
 	return buf;
 }
 
 /* An event kind's name. */
 const char *segname_kind(uint32_t kind, char *buf, size_t len)
 {
-	const struct name *n = ROW(kinds, kind);
-
-	return or_number(n ? n->name : NULL, "KIND_", kind, buf, len);
+	return lookup(&kind_tab, kind, 0, buf, len);
 }
 
 /* A SESSION_END reason's name. */
 const char *segname_end_reason(uint32_t reason, char *buf, size_t len)
 {
-	const struct name *n = ROW(end_reasons, reason);
-
-	return or_number(n ? n->name : NULL, "reason_", reason, buf, len);
+	return lookup(&end_tab, reason, 0, buf, len);
 }
 
 /* A SESSION_END reason as a phrase. */
 const char *segname_end_reason_text(uint32_t reason, char *buf, size_t len)
 {
-	const struct name *n = ROW(end_reasons, reason);
-
-	return or_number(n ? n->text : NULL, "reason ", reason, buf, len);
+	return lookup(&end_tab, reason, 1, buf, len);
 }
 
 /* A DROP cause's name. */
 const char *segname_drop_cause(uint32_t cause, char *buf, size_t len)
 {
-	const struct name *n = ROW(drop_causes, cause);
-
-	return or_number(n ? n->name : NULL, "cause_", cause, buf, len);
+	return lookup(&drop_tab, cause, 0, buf, len);
 }
 
 /* A CORRUPT reason's name. */
 const char *segname_corrupt_reason(uint32_t reason, char *buf, size_t len)
 {
-	const struct name *n = ROW(corrupt_reasons, reason);
-
-	return or_number(n ? n->name : NULL, "reason_", reason, buf, len);
+	return lookup(&corrupt_tab, reason, 0, buf, len);
 }
 
 /* A CORRUPT reason as a phrase. */
 const char *segname_corrupt_reason_text(uint32_t reason, char *buf, size_t len)
 {
-	const struct name *n = ROW(corrupt_reasons, reason);
-
-	return or_number(n ? n->text : NULL, "reason ", reason, buf, len);
+	return lookup(&corrupt_tab, reason, 1, buf, len);
 }
 
 /* Split a SUBMIT_FAIL detail into an errno or a short submit's count. */

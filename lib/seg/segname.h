@@ -11,8 +11,8 @@
  * knows is formatted into the caller's buffer ("KIND_17", "cause_9"), so
  * a newer writer's values still print.
  *
- * A new event kind is one row in segname.c's kind table and a new
- * SEGNAME_NKINDS.
+ * A new event kind (lib/xtc_tail.h, with its XTC_TAIL_NKINDS) is one row
+ * in segname.c's kind table; the build fails until the two agree.
  */
 #ifndef XTC_LIB_SEGNAME_H
 #define XTC_LIB_SEGNAME_H
@@ -25,7 +25,7 @@
 
 /* Kinds with a name: 0 .. SEGNAME_NKINDS - 1.  Counters indexed by kind
  * (--stats, --report) have one slot per named kind and one for the rest. */
-#define SEGNAME_NKINDS (XTC_TAIL_LIFECYCLE_DROP + 1)
+#define SEGNAME_NKINDS XTC_TAIL_NKINDS
 
 /* "WAKE", ... or "KIND_<n>" (formatted in buf). */
 const char *segname_kind(uint32_t kind, char *buf, size_t len);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -440,37 +441,6 @@ static int on_events(struct segread *r, const struct xtc_seg_blk_hdr *h,
 	return 0;
 }
 
-/* DROP. */
-static int on_drop(struct segread *r, const struct xtc_seg_blk_hdr *h,
-                   const uint8_t *payload, struct segread_item *it)
-{
-	if (h->len != sizeof(it->u.drop))
-		return bad_payload(r, it->offset, "DROP has the wrong length");
-	memcpy(&it->u.drop, payload, sizeof(it->u.drop));
-	it->type = SEGREAD_DROP;
-	it->session = tab_find(&r->sessions, it->u.drop.session_id);
-	set_wall(r, it, it->u.drop.from_ts_ns ? it->u.drop.from_ts_ns : it->u.drop.to_ts_ns);
-	return r->item(it, r->user);
-}
-
-/* SESSION_END: mark the session ended, then deliver it. */
-static int on_session_end(struct segread *r, const struct xtc_seg_blk_hdr *h,
-                          const uint8_t *payload, struct segread_item *it)
-{
-	struct segread_session *s;
-
-	if (h->len != sizeof(it->u.end))
-		return bad_payload(r, it->offset, "SESSION_END has the wrong length");
-	memcpy(&it->u.end, payload, sizeof(it->u.end));
-	s = tab_find(&r->sessions, it->u.end.session_id);
-	if (s)
-		s->ended = 1;
-	it->type = SEGREAD_SESSION_END;
-	it->session = s;
-	set_wall(r, it, it->u.end.end_mono_ns);
-	return r->item(it, r->user);
-}
-
 /* EVICTED: the fixed part, then session ids. */
 static int on_evicted(struct segread *r, const struct xtc_seg_blk_hdr *h,
                       const uint8_t *payload, struct segread_item *it)
@@ -488,27 +458,56 @@ static int on_evicted(struct segread *r, const struct xtc_seg_blk_hdr *h,
 	return r->item(it, r->user);
 }
 
-/* SEGMENT_END. */
-static int on_segment_end(struct segread *r, const struct xtc_seg_blk_hdr *h,
-                          const uint8_t *payload, struct segread_item *it)
-{
-	if (h->len != sizeof(it->u.seg_end))
-		return bad_payload(r, it->offset, "SEGMENT_END has the wrong length");
-	memcpy(&it->u.seg_end, payload, sizeof(it->u.seg_end));
-	it->type = SEGREAD_SEGMENT_END;
-	set_wall(r, it, it->u.seg_end.end_mono_ns);
-	return r->item(it, r->user);
-}
+/* The blocks that are one struct of a fixed size: where it goes in the
+ * item, and what the item is. */
+static const struct fixed_block {
+	size_t size, at;             /* bytes, and their offset in the item */
+	enum segread_type type;
+	const char *wrong;           /* the problem when the length differs */
+} fixed_blocks[] = {
+	[XTC_BLK_DROP] = { sizeof(struct xtc_seg_drop), offsetof(struct segread_item, u.drop),
+	                   SEGREAD_DROP, "DROP has the wrong length" },
+	[XTC_BLK_SESSION_END] = { sizeof(struct xtc_seg_session_end),
+	                          offsetof(struct segread_item, u.end), SEGREAD_SESSION_END,
+	                          "SESSION_END has the wrong length" },
+	[XTC_BLK_SEGMENT_END] = { sizeof(struct xtc_seg_segment_end),
+	                          offsetof(struct segread_item, u.seg_end), SEGREAD_SEGMENT_END,
+	                          "SEGMENT_END has the wrong length" },
+	[XTC_BLK_CORRUPT] = { sizeof(struct xtc_seg_corrupt), offsetof(struct segread_item, u.corrupt),
+	                      SEGREAD_CORRUPT, "CORRUPT has the wrong length" },
+};
 
-/* CORRUPT (a ring, not the file). */
-static int on_corrupt(struct segread *r, const struct xtc_seg_blk_hdr *h,
-                      const uint8_t *payload, struct segread_item *it)
+/* DROP, SESSION_END (which marks its session ended), SEGMENT_END and
+ * CORRUPT (a ring, not the file): copy the struct, find the session and
+ * the wall-clock time, deliver. */
+static int on_fixed(struct segread *r, const struct xtc_seg_blk_hdr *h,
+                    const uint8_t *payload, struct segread_item *it)
 {
-	if (h->len != sizeof(it->u.corrupt))
-		return bad_payload(r, it->offset, "CORRUPT has the wrong length");
-	memcpy(&it->u.corrupt, payload, sizeof(it->u.corrupt));
-	it->type = SEGREAD_CORRUPT;
-	it->session = tab_find(&r->sessions, it->u.corrupt.session_id);
+	const struct fixed_block *f = &fixed_blocks[h->type];
+	struct segread_session *s = NULL;
+
+	if (h->len != f->size)
+		return bad_payload(r, it->offset, f->wrong);
+	memcpy((char *)it + f->at, payload, f->size);
+	it->type = f->type;
+	switch (h->type) {
+	case XTC_BLK_DROP:
+		it->session = tab_find(&r->sessions, it->u.drop.session_id);
+		set_wall(r, it, it->u.drop.from_ts_ns ? it->u.drop.from_ts_ns : it->u.drop.to_ts_ns);
+		break;
+	case XTC_BLK_SESSION_END:
+		if ((s = tab_find(&r->sessions, it->u.end.session_id)))
+			s->ended = 1;
+		it->session = s;
+		set_wall(r, it, it->u.end.end_mono_ns);
+		break;
+	case XTC_BLK_SEGMENT_END:
+		set_wall(r, it, it->u.seg_end.end_mono_ns);
+		break;
+	default:
+		it->session = tab_find(&r->sessions, it->u.corrupt.session_id);
+		break;
+	}
 	return r->item(it, r->user);
 }
 
@@ -527,11 +526,11 @@ static int block_cb(const struct xtc_seg_blk_hdr *h, const void *payload, off_t 
 	switch (h->type) {
 	case XTC_BLK_SESSION_START: ret = on_session_start(r, h, payload, &it); break;
 	case XTC_BLK_EVENTS:        ret = on_events(r, h, payload, &it); break;
-	case XTC_BLK_DROP:          ret = on_drop(r, h, payload, &it); break;
-	case XTC_BLK_SESSION_END:   ret = on_session_end(r, h, payload, &it); break;
 	case XTC_BLK_EVICTED:       ret = on_evicted(r, h, payload, &it); break;
-	case XTC_BLK_SEGMENT_END:   ret = on_segment_end(r, h, payload, &it); break;
-	case XTC_BLK_CORRUPT:       ret = on_corrupt(r, h, payload, &it); break;
+	case XTC_BLK_DROP:
+	case XTC_BLK_SESSION_END:
+	case XTC_BLK_SEGMENT_END:
+	case XTC_BLK_CORRUPT:       ret = on_fixed(r, h, payload, &it); break;
 	default:                    ret = 0; break; /* the engine checked the type */
 	}
 	if (r->fatal)

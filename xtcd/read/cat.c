@@ -76,17 +76,12 @@ static void cat_problem_cb(const struct segread_problem *p, void *user)
 }
 
 /* The exit code for a finished run. */
-static int cat_status(const char *dir, const struct cat *c, const struct segread_stats *st)
+static int cat_status(const struct cat *c, const struct segread_stats *st)
 {
 	if (c->out_err) {
 		if (c->out_err != -EPIPE)
 			fprintf(stderr, "xtcd: writing the output failed: %s\n",
 			        strerror(-c->out_err));
-		return 2;
-	}
-	if (st->listed == 0) {
-		fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point --cat at the "
-		        "directory xtcd writes to\n", dir);
 		return 2;
 	}
 	return st->corrupt ? 1 : 0;
@@ -97,30 +92,21 @@ int xtcd_cat(const char *dir, const struct read_opts *o, FILE *out)
 {
 	struct segread *r;
 	struct cat c;
-	int ret, status;
+	int status;
 
 	memset(&c, 0, sizeof(c));
 	c.out = out;
 	view_init(&c.view, out, o->json, (enum view_color)o->color, &o->filter);
-	ret = segread_open(&r, dir, cat_item_cb, cat_problem_cb, &c);
-	if (ret < 0) {
-		fprintf(stderr, "xtcd: cannot read %s: %s\n", dir, strerror(-ret));
+	if (view_open(&r, dir, cat_item_cb, cat_problem_cb, &c) < 0)
 		return 2;
-	}
 	c.r = r;
-	ret = segread_run(r);
-	if (ret < 0 && !c.out_err) {
-		if (segread_stats(r)->listed)
-			fprintf(stderr, "xtcd: reading %s failed: %s\n", dir, strerror(-ret));
-		else
-			fprintf(stderr, "xtcd: cannot read %s: %s: point --cat at the directory "
-			        "xtcd writes its segments to\n", dir, strerror(-ret));
+	if (view_run(r, "--cat") < 0 && !c.out_err) {
 		segread_close(r);
 		return 2;
 	}
 	if ((fflush(out) != 0 || ferror(out)) && !c.out_err)
 		c.out_err = errno ? -errno : -EIO;
-	status = cat_status(dir, &c, segread_stats(r));
+	status = cat_status(&c, segread_stats(r));
 	segread_close(r);
 	return status;
 }

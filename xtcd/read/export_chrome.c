@@ -16,6 +16,9 @@
  *     DROP, or at the session's end or the end of the record, whichever
  *     comes first (args.ended_by says which, args.dur_ns how long), so
  *     slices on a track never overlap;
+ *   - an adapter's CB_END is a complete slice "CB <watcher>" and its
+ *     LOOP_WAKE a slice "wait", each ending at the record and as long as
+ *     its detail says (xtc_tail_ev(3));
  *   - every other kind is a thread-scoped instant ("i") named after its
  *     kind, args {pid, detail, raw};
  *   - DROP, CORRUPT and SESSION START/END are process-scoped instants with
@@ -542,6 +545,28 @@ static const char *kind_cat(uint32_t kind)
 	}
 }
 
+/* An adapter's CB_END or LOOP_WAKE as a complete slice that ends at the
+ * record and lasts its detail: "CB 1.io:22.cb4" or "wait". */
+static void adapter_slice(struct chrome *c, const struct track *t, const struct segread_item *it)
+{
+	const xtc_tail_rec_t *r = &it->u.event.rec;
+	uint64_t from = it->real_ns > r->detail ? it->real_ns - r->detail : 0;
+	char name[96], w[64], ts[32], te[32], dur[40];
+	int len;
+
+	if (r->kind == XTC_TAIL_CB_END && print_watcher_pid(w, sizeof(w), r))
+		len = snprintf(name, sizeof(name), "CB %s", w);
+	else
+		len = snprintf(name, sizeof(name), "wait");
+	us_text(c, from, ts, sizeof(ts));
+	us_text(c, it->real_ns, te, sizeof(te));
+	dur_text(ts, te, dur, sizeof(dur));
+	c->slices++;
+	ev_begin(c, name, (size_t)len, 'X');
+	fprintf(c->x->out, ",\"cat\":\"loop\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
+	        ",\"args\":{\"dur_ns\":%" PRIu64 "}}", ts, dur, t->pid, t->tid, r->detail);
+}
+
 /* An event: a slice boundary, or an instant. */
 static void chrome_event(struct chrome *c, const struct segread_item *it)
 {
@@ -575,6 +600,10 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
 		if (c->vn)
 			verdict = verdict_find(c, it->u.event.session_id, r->pid, it->real_ns);
 		break;
+	case XTC_TAIL_CB_END:
+	case XTC_TAIL_LOOP_WAKE:
+		adapter_slice(c, t, it);
+		return;
 	}
 	c->instants++;
 	kn = segname_kind(r->kind, kbuf, sizeof(kbuf));

@@ -11,8 +11,8 @@
  *                                     several: a ring is what keeps one
  *                                     time order); "noloop" for L none
  *
- * One event class per kind (SPAWN .. LIFECYCLE_DROP, by name, id = kind;
- * OTHER, id 15, with a kind field, for any kind past those), each with the
+ * One event class per named kind (SPAWN .. WATCH_STOP, by name, id = kind;
+ * OTHER, id SEGNAME_NKINDS, with a kind field, for any kind past those), each with the
  * fields loop_id, local_id, gen (the proc) and detail.  Streams are
  * packets of at most PACKET_BYTES; the packet context says which session
  * (and OS pid), ring and loop the stream is.
@@ -58,7 +58,7 @@
 #define HDR_BYTES     (4 + 4 + 8)   /* packet.header */
 #define CTX_BYTES     (6 * 8 + 8 + 4 + 4 + 4)  /* packet.context */
 #define EV_BYTES      (2 + 8 + 4 + 4 + 8 + 8)  /* header + fields */
-#define KIND_OTHER    15u           /* the event class of kinds past the known */
+#define KIND_OTHER    SEGNAME_NKINDS /* the event class of kinds past the named */
 #define LOOP_NONE     XTC_TAIL_LOOP_NONE
 
 /* One stream: a (session, ring, loop) of the record. */

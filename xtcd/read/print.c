@@ -177,6 +177,8 @@ static void submit_fail_detail(char *buf, size_t len, uint64_t d)
 /* A kind's detail as text. */
 void print_detail(char *buf, size_t len, uint32_t kind, uint64_t d)
 {
+	char tmp[32];
+
 	switch (kind) {
 	case XTC_TAIL_SPAWN:
 		if (d)
@@ -200,8 +202,48 @@ void print_detail(char *buf, size_t len, uint32_t kind, uint64_t d)
 	case XTC_TAIL_SUBMIT_FAIL: submit_fail_detail(buf, len, d); break;
 	case XTC_TAIL_POLL_FULL: snprintf(buf, len, "budget=%" PRIu64, d); break;
 	case XTC_TAIL_LIFECYCLE_DROP: snprintf(buf, len, "err=%" PRId64, (int64_t)d); break;
+	case XTC_TAIL_LOOP_WAKE:  print_duration(tmp, sizeof(tmp), d);
+	                          snprintf(buf, len, "blocked=%s", tmp); break;
+	case XTC_TAIL_LOOP_DISPATCH:
+	case XTC_TAIL_CB_END:     print_duration(tmp, sizeof(tmp), d);
+	                          snprintf(buf, len, "took=%s", tmp); break;
+	case XTC_TAIL_CB_BEGIN:   print_duration(tmp, sizeof(tmp), d);
+	                          snprintf(buf, len, "since_wake=%s", tmp); break;
+	case XTC_TAIL_CB_FUNC:    snprintf(buf, len, "fn=0x%" PRIx64, d); break;
+	case XTC_TAIL_WATCH_START: snprintf(buf, len, "arg=%" PRIu64, d); break;
+	case XTC_TAIL_WATCH_STOP: buf[0] = '\0'; break;
 	default:                 snprintf(buf, len, "detail=%" PRIu64, d); break;
 	}
+}
+
+static const char *const watcher_names[] = {
+	"?", "io", "timer", "periodic", "signal", "child", "stat", "idle", "prepare", "check",
+	"embed", "fork", "cleanup", "async",
+};
+
+/* A watcher kind's name (enum xtc_tail_watcher), "?" for an unknown one. */
+const char *print_watcher_name(uint32_t wkind)
+{
+	return wkind < sizeof(watcher_names) / sizeof(watcher_names[0]) ? watcher_names[wkind] : "?";
+}
+
+/* The pid of an adapter's callback or watcher record as
+ * "LOOP.KIND[:FD].cbN": 1 when the record is one of those. */
+int print_watcher_pid(char *buf, size_t len, const xtc_tail_rec_t *r)
+{
+	uint32_t no = XTC_TAIL_CB_NO(r->pid.gen);
+	char fd[16] = "", cb[16] = "";
+
+	if (r->kind != XTC_TAIL_CB_BEGIN && r->kind != XTC_TAIL_CB_END &&
+	    r->kind != XTC_TAIL_WATCH_START && r->kind != XTC_TAIL_WATCH_STOP)
+		return 0;
+	if (r->pid.local_id != XTC_TAIL_CB_NOFD)
+		snprintf(fd, sizeof(fd), ":%" PRIu32, r->pid.local_id);
+	if (no != 0xFFFu)
+		snprintf(cb, sizeof(cb), ".cb%" PRIu32, no);
+	snprintf(buf, len, "%" PRIu32 ".%s%s%s", r->pid.loop_id,
+	         print_watcher_name(XTC_TAIL_CB_WKIND(r->pid.gen)), fd, cb);
+	return 1;
 }
 
 /* A loop id, "-" for XTC_TAIL_LOOP_NONE. */
@@ -280,7 +322,8 @@ static void fmt_event_text(struct printer *f, const struct segread_item *it)
 	const xtc_tail_rec_t *r = &it->u.event.rec;
 	char t[48], loop[16], kbuf[24], pid[64], det[64];
 
-	print_pid(pid, sizeof(pid), &r->pid);
+	if (!print_watcher_pid(pid, sizeof(pid), r))
+		print_pid(pid, sizeof(pid), &r->pid);
 	print_detail(det, sizeof(det), r->kind, r->detail);
 	fprintf(f->out, "%s s%-4" PRIu64 " L%-5s %-14s %-*s%s%s\n", time_col(f, it, t, sizeof(t)),
 	        it->u.event.session_id, print_loop(loop, sizeof(loop), it->u.event.loop_id),

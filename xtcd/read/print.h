@@ -79,4 +79,11 @@ const char *print_pid(char *buf, size_t len, const xtc_pid_t *pid);
 /* A byte count in powers of 1024: "812B", "63.9K", "212.0M", "1.02G". */
 const char *print_bytes(char *buf, size_t len, uint64_t n);
 
+/* An adapter's watcher kind (enum xtc_tail_watcher) by name: "io", ... */
+const char *print_watcher_name(uint32_t wkind);
+
+/* The pid of a CB_BEGIN, CB_END, WATCH_START or WATCH_STOP record as
+ * "LOOP.KIND[:FD].cbN" in buf; 0 (buf untouched) for any other kind. */
+int print_watcher_pid(char *buf, size_t len, const xtc_tail_rec_t *r);
+
 #endif /* XTCD_READ_PRINT_H */

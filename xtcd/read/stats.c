@@ -453,22 +453,13 @@ int xtcd_stats(const char *dir, const struct read_opts *o, FILE *out)
 	memset(&st, 0, sizeof(st));
 	st.o = o;
 	st.out = out;
-	ret = segread_open(&st.r, dir, stats_item_cb, stats_problem_cb, &st);
-	if (ret < 0) {
-		fprintf(stderr, "xtcd: cannot read %s: %s\n", dir, strerror(-ret));
+	if (view_open(&st.r, dir, stats_item_cb, stats_problem_cb, &st) < 0)
 		return 2;
-	}
-	ret = segread_run(st.r);
+	ret = view_run(st.r, "--stats");
 	rs = segread_stats(st.r);
-	if (st.fatal || ret < 0 || rs->listed == 0) {
+	if (st.fatal || ret < 0) {
 		if (st.fatal)
 			fprintf(stderr, "xtcd: --stats failed: %s\n", strerror(-st.fatal));
-		else if (ret < 0)
-			fprintf(stderr, "xtcd: cannot read %s: %s: point --stats at the directory xtcd "
-			        "writes its segments to\n", dir, strerror(-ret));
-		else
-			fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point --stats at "
-			        "the directory xtcd writes to\n", dir);
 		status = 2;
 		goto out;
 	}

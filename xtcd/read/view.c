@@ -45,6 +45,36 @@ void view_init(struct view *v, FILE *out, int json, enum view_color color,
 		           (color == VIEW_COLOR_AUTO && color_auto(out));
 }
 
+/* Open a reader of dir, or say why not. */
+int view_open(struct segread **rp, const char *dir, segread_item_fn item,
+              segread_problem_fn problem, void *user)
+{
+	int ret = segread_open(rp, dir, item, problem, user);
+
+	if (ret < 0)
+		fprintf(stderr, "xtcd: cannot read %s: %s\n", dir, strerror(-ret));
+	return ret;
+}
+
+/* Read every segment, or say why the directory gave nothing. */
+int view_run(struct segread *r, const char *mode)
+{
+	const char *dir = segread_dir(r);
+	int ret = segread_run(r);
+
+	if (ret < 0 && segread_stats(r)->listed)
+		fprintf(stderr, "xtcd: reading %s failed: %s\n", dir, strerror(-ret));
+	else if (ret < 0)
+		fprintf(stderr, "xtcd: cannot read %s: %s: point %s at the directory xtcd writes "
+		        "its segments to\n", dir, strerror(-ret), mode);
+	else if (segread_stats(r)->listed == 0) {
+		fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point %s at the "
+		        "directory xtcd writes to\n", dir, mode);
+		ret = -ENOENT;
+	}
+	return ret;
+}
+
 /* Parse a --color value. */
 int view_parse_color(const char *s, enum view_color *out)
 {

@@ -45,6 +45,15 @@ int view_wants(const struct view *v, const struct segread *r, const struct segre
  * the data (lib/seg/segread.h); out is flushed first so the two stay in step. */
 void view_problem(FILE *out, const struct segread_problem *p);
 
+/* segread_open() for a reading mode: 0, or -errno after one stderr line. */
+int view_open(struct segread **rp, const char *dir, segread_item_fn item,
+              segread_problem_fn problem, void *user);
+
+/* segread_run() for the reading mode named by mode ("--stats"): 0, the item
+ * callback's nonzero value, or -errno after one stderr line saying why the
+ * directory gave nothing to read (-ENOENT: it holds no segments). */
+int view_run(struct segread *r, const char *mode);
+
 /* Parse a --color value; 0 or -EINVAL. */
 int view_parse_color(const char *s, enum view_color *out);
 

@@ -39,6 +39,7 @@ void report_opts_init(struct report_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->stall_ns = REPORT_DEFAULT_STALL_NS;
 	o->top = REPORT_DEFAULT_TOP;
+	o->flags = "--report";
 }
 
 /* The --export formats the report writes. */
@@ -364,6 +365,7 @@ static void dispatch(struct report *rep, struct rp_sess *s, const struct rp_ev *
 	report_offcpu_event(rep, s, e, p);
 	l = &s->loops[li];  /* the off-CPU pass may have added a loop */
 	report_lat_event(rep, s, l, e, p);
+	report_adapter_event(rep, s, e);
 }
 
 /* ---- reader callbacks ---- */
@@ -404,7 +406,8 @@ static void on_event(struct report *rep, const struct segread_item *it)
 	e.pid = it->u.event.rec.pid;
 	e.kind = it->u.event.rec.kind < 0xffff ? (uint16_t)it->u.event.rec.kind : 0xffff;
 	e.loop = filter_event_loop(it);
-	e.view = (uint16_t)event_view(rep, it);
+	e.view = (uint8_t)event_view(rep, it);
+	e.source = it->u.event.rec.source < 0x100 ? (uint8_t)it->u.event.rec.source : 0;
 	if (!rep->tl_started) {
 		rep->tl_started = 1;
 		rep->tl_t0 = e.t > 100000000u ? e.t - 100000000u : 0;
@@ -540,6 +543,7 @@ static void finish_sess(struct report *rep, struct rp_sess *s)
 	report_offcpu_finish(rep, s);
 	report_loops_finish(rep, s);
 	report_chain_finish(rep, s);
+	report_adapter_finish(rep, s);
 	for (size_t i = 0; i < s->nrings; i++)
 		free(s->rings[i].q);
 	free(s->rings);
@@ -700,6 +704,7 @@ static void write_report(struct report *rep, const char *dir)
 		report_loops_json(rep);
 		report_lat_json(rep);
 		report_offcpu_json(rep);
+		report_adapter_json(rep);
 		return;
 	}
 	text_heading(rep, dir);
@@ -713,6 +718,7 @@ static void write_report(struct report *rep, const char *dir)
 	report_loops_text(rep);
 	report_lat_text(rep);
 	report_offcpu_text(rep);
+	report_adapter_text(rep);
 }
 
 /* Free everything the pass built. */
@@ -721,6 +727,7 @@ static void report_free(struct report *rep)
 	report_model_free(rep);
 	free(rep->damage);
 	report_chain_free(rep);
+	report_adapter_free(rep);
 	free(rep->f);
 	free(rep->win_lat[0]);
 	free(rep->win_lat[1]);
@@ -750,29 +757,21 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	rep.win_lat[1] = calloc(1, sizeof(struct rp_hist));
 	rep.all_lat = calloc(1, sizeof(struct rp_hist));
 	if (!rep.win_lat[0] || !rep.win_lat[1] || !rep.all_lat) {
-		fprintf(stderr, "xtcd: --report: %s\n", strerror(ENOMEM));
+		fprintf(stderr, "xtcd: %s: %s\n", o->flags, strerror(ENOMEM));
 		report_free(&rep);
 		return 2;
 	}
-	ret = segread_open(&rep.r, dir, report_item_cb, report_problem_cb, &rep);
-	if (ret < 0) {
-		fprintf(stderr, "xtcd: cannot read %s: %s\n", dir, strerror(-ret));
+	if (view_open(&rep.r, dir, report_item_cb, report_problem_cb, &rep) < 0) {
 		report_free(&rep);
 		return 2;
 	}
-	ret = segread_run(rep.r);
+	ret = view_run(rep.r, o->flags);
 	for (size_t i = 0; i < rep.nsess && !rep.fatal; i++)
 		finish_sess(&rep, rep.sess[i]);
 	rs = segread_stats(rep.r);
-	if (rep.fatal || ret < 0 || rs->listed == 0) {
+	if (rep.fatal || ret < 0) {
 		if (rep.fatal)
-			fprintf(stderr, "xtcd: --report failed: %s\n", strerror(-rep.fatal));
-		else if (ret < 0)
-			fprintf(stderr, "xtcd: cannot read %s: %s: point --report at the directory xtcd "
-			        "writes its segments to\n", dir, strerror(-ret));
-		else
-			fprintf(stderr, "xtcd: %s holds no segments (xtc-NNNNNN.seg): point --report at "
-			        "the directory xtcd writes to\n", dir);
+			fprintf(stderr, "xtcd: %s failed: %s\n", o->flags, strerror(-rep.fatal));
 		report_free(&rep);
 		return 2;
 	}

@@ -53,6 +53,7 @@ struct report_opts {
 	int         diff;              /* --diff A B was given */
 	struct report_window diff_win[2];
 	const char *diff_text[2];      /* A and B as typed */
+	const char *flags;             /* "--report", "--export pprof": for messages */
 	/* the pass behind --export chrome's flows (report_export_chains) */
 	const struct export_chain_sink *chains;
 };

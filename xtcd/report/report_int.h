@@ -17,6 +17,7 @@
  *   report_svg.c      --svg
  *   report_diff.c     --diff A B
  *   report_util.c     hash map, histogram, time and number formatting
+ *   report_adapter.c  what the libev and liburing adapters recorded
  *
  * Times are wall-clock ns (the session's anchor applied to the monotonic
  * timestamp), so sessions and windows compare directly.
@@ -91,6 +92,12 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
 uint64_t rp_hist_low(unsigned i);
 
 /* Times, durations, loops and procs as text: xtcd/read/print.h. */
+struct report;
+struct rp_sess;
+/* A text section: "\nHEADING", then part() for each session with records
+ * in view, or one line saying no record matches. */
+void report_text_sessions(struct report *rep, const char *heading,
+                          void (*part)(struct report *rep, struct rp_sess *s));
 /* A kind's name ("WAKE") or "KIND_n". */
 const char *rp_kind(uint32_t kind);
 
@@ -110,7 +117,8 @@ struct rp_ev {
 	xtc_pid_t pid;
 	uint32_t  loop;             /* filter_event_loop(): the ring's loop */
 	uint16_t  kind;             /* kinds past 0xfffe read as 0xffff ("other") */
-	uint16_t  view;             /* RP_VIEW_* */
+	uint8_t   view;             /* RP_VIEW_* */
+	uint8_t   source;           /* XTC_TAIL_* source bit (0 past 0x80) */
 };
 
 #define RP_VIEW_MAIN 1u         /* passes every filter */
@@ -360,6 +368,8 @@ struct report {
 	uint64_t win_events[2];
 	/* latency over every session, for the SVG */
 	struct rp_hist *all_lat;
+	/* the adapters' loops, callbacks and rings (report_adapter.c) */
+	struct rp_adapter *adapter;
 };
 
 /* report_model.c: what every analysis reads and extends (never report.c) */
@@ -441,6 +451,13 @@ void report_offcpu_json(struct report *rep);
 /* The procs with any task data, sorted by idle time (most first); the
  * caller frees the array.  Returns the count, or -ENOMEM. */
 long report_offcpu_sorted(struct report *rep, uint32_t **idx);
+
+/* report_adapter.c */
+void report_adapter_event(struct report *rep, struct rp_sess *s, const struct rp_ev *e);
+void report_adapter_finish(struct report *rep, struct rp_sess *s);
+void report_adapter_text(struct report *rep);
+void report_adapter_json(struct report *rep);
+void report_adapter_free(struct report *rep);
 
 /* report_pprof.c: 0, or the exit code (2 write/terminal, 3 no data). */
 int report_export(struct report *rep, const char *format, FILE *out);

@@ -201,14 +201,8 @@ static void text_sess(struct report *rep, struct rp_sess *s)
 /* The LATENCY section. */
 void report_lat_text(struct report *rep)
 {
-	fprintf(rep->out, "\nLATENCY (wake to run, from RUN records), MAILBOXES, MESSAGES\n");
-	if (!rep->view_events) {
-		fprintf(rep->out, "  no data: no records match\n");
-		return;
-	}
-	for (size_t i = 0; i < rep->nsess; i++)
-		if (rep->sess[i]->view_events)
-			text_sess(rep, rep->sess[i]);
+	report_text_sessions(rep, "LATENCY (wake to run, from RUN records), MAILBOXES, MESSAGES",
+	                     text_sess);
 }
 
 /* One latency JSON line. */

@@ -14,6 +14,9 @@
  *                 proc exited and that holds no parked task has finished,
  *                 and is not reported)
  *
+ * A loop whose last record is an adapter's LOOP_WAIT is in its backend
+ * wait, idle: neither a gap nor stopped (report_adapter.c says so).
+ *
  * When the whole session goes quiet nothing is reported: an idle program
  * and a stuck one cannot be told apart from the record, and a loop is only
  * judged against loops that demonstrably kept running.  Both verdicts rest
@@ -189,6 +192,8 @@ static void check_gap(struct report *rep, struct rp_sess *s, struct rp_loop *l,
 
 	if (!others || l->loop == XTC_TAIL_LOOP_NONE || !silence_counts(rep, l, gap))
 		return;
+	if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
+		return;                     /* an adapter's loop idle in its wait, not stuck */
 	if (!(f = silence_finding(rep, s, l, RF_LOOP_GAP, e->t, others)))
 		return;
 	f->verdict = 0;                     /* judged when the session's drops are all read */
@@ -298,6 +303,8 @@ void report_loops_finish(struct report *rep, struct rp_sess *s)
 			continue;
 		if (l->spawned && l->spawned <= l->exited && !l->open_chains)
 			continue;                   /* every proc exited: it finished */
+		if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
+			continue;                   /* idle in its wait (see report_adapter.c) */
 		if (!(f = silence_finding(rep, s, l, RF_LOOP_STOPPED, end, others)))
 			continue;
 		if (report_loss(rep, s, RS_LOOP, l->loop, f->t, end, 1, &f->loss))
@@ -473,14 +480,7 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 /* The LOOPS section. */
 void report_loops_text(struct report *rep)
 {
-	fprintf(rep->out, "\nLOOPS\n");
-	if (!rep->view_events) {
-		fprintf(rep->out, "  no data: no records match\n");
-		return;
-	}
-	for (size_t i = 0; i < rep->nsess; i++)
-		if (rep->sess[i]->view_events)
-			text_sess_loops(rep, rep->sess[i]);
+	report_text_sessions(rep, "LOOPS", text_sess_loops);
 }
 
 /* One JSON line per loop, one per session with 2+ loops on balance. */

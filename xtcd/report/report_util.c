@@ -190,6 +190,20 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 
 /* ---- formatting ---- */
 
+/* A section of text: its heading, then one part per session in view. */
+void report_text_sessions(struct report *rep, const char *heading,
+                          void (*part)(struct report *rep, struct rp_sess *s))
+{
+	fprintf(rep->out, "\n%s\n", heading);
+	if (!rep->view_events) {
+		fprintf(rep->out, "  no data: no records match\n");
+		return;
+	}
+	for (size_t i = 0; i < rep->nsess; i++)
+		if (rep->sess[i]->view_events)
+			part(rep, rep->sess[i]);
+}
+
 /* A kind's name. */
 const char *rp_kind(uint32_t kind)
 {
