@@ -5,20 +5,14 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/common/clock.h"
-#include "proto/xtc_attach.h"
 #include "xtcd/conf.h"
 #include "xtcd/report/report.h"
 #include "xtcd/settings.h"
