@@ -59,6 +59,44 @@ static struct session *rr_next;     /* where the next drain round begins */
 static uint64_t round_left = UINT64_MAX; /* records the session drained may still take */
 static uint64_t inflight_share = UINT64_MAX; /* records in flight a session may hold */
 
+/* The counts of ended sessions per uid, for the metrics. */
+static struct session_uid_totals *ended_uids;
+static size_t ended_nuids;
+
+/* The row of uid in tab[0..*n), added (zero) if new and *n < max; NULL
+ * when full. */
+static struct session_uid_totals *uid_row(struct session_uid_totals *tab, size_t *n, size_t max,
+                                          uid_t uid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (tab[i].uid == uid)
+			return &tab[i];
+	if (*n == max)
+		return NULL;
+	tab[*n] = (struct session_uid_totals){ .uid = uid };
+	return &tab[(*n)++];
+}
+
+static void uid_add(struct session_uid_totals *t, const struct session *s, uint64_t produced)
+{
+	t->sessions++;
+	t->produced += produced;
+	t->written += s->written;
+	t->dropped += s->dropped;
+	t->lost += s->lost;
+}
+
+static void uid_ended(const struct session *s, uint64_t produced)
+{
+	struct session_uid_totals *t = NULL, *grown;
+
+	grown = realloc(ended_uids, (ended_nuids + 1) * sizeof *grown);
+	if (grown != NULL)   /* room for one more: uid_row finds or adds */
+		ended_uids = grown, t = uid_row(ended_uids, &ended_nuids, ended_nuids + 1, s->uid);
+	if (t != NULL)
+		uid_add(t, s, produced);
+}
+
 size_t session_count(void)
 {
 	return nsessions;
@@ -482,6 +520,7 @@ static int session_try_end(struct session *s)
 	session_ended.written += s->written;
 	session_ended.dropped += s->dropped;
 	session_ended.lost += s->lost;
+	uid_ended(s, produced);
 	if (produced != s->written + s->dropped + s->lost)
 		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
@@ -813,6 +852,21 @@ refuse:
 	free(s);
 	munmap(map, hm->segment_size);
 	return -EINVAL;
+}
+
+/* The counts per uid, ended sessions and live ones, for the metrics. */
+size_t session_uid_totals(struct session_uid_totals *out, size_t max)
+{
+	size_t n = ended_nuids < max ? ended_nuids : max;
+
+	memcpy(out, ended_uids, n * sizeof(*out));
+	for (struct session *s = sessions; s != NULL; s = s->next) {
+		struct session_uid_totals *t = uid_row(out, &n, max, s->uid);
+
+		if (t != NULL)
+			uid_add(t, s, session_produced(s));
+	}
+	return n;
 }
 
 void session_init_clock(void);

@@ -76,9 +76,37 @@ const struct setting settings_table[] = {
 	{ .key = "log_level", .flag = "verbose", .short_flag = 'v', .type = SETTING_LEVEL,
 	  .def = "info", .off = F(log_level), .arg = "LEVEL",
 	  .help = "log error, warning, info or debug lines and above; bare -v: one level more" },
-	{ .key = "metrics_file", .flag = "metrics-file", .type = SETTING_PATH,
+	{ .key = "metrics_file", .flag = "metrics-file", .type = SETTING_PROM,
 	  .flags = SETTING_NONE | SETTING_RESTART, .def = "none", .off = F(metrics_file),
-	  .example = "a file path", .arg = "PATH", .help = "write the daemon's counters to PATH" },
+	  .arg = "PATH",
+	  .help = "rewrite PATH, in node-exporter's textfile directory, with the daemon's counters "
+	          "every 5~s" },
+	/* xtcd --ship's; the URL's flag is the argument after --ship */
+	{ .key = "ship", .type = SETTING_URL, .flags = SETTING_SHIP | SETTING_NONE, .def = "none",
+	  .off = F(ship_url),
+	  .example = "a ClickHouse HTTP URL such as http://clickhouse:8123/?database=xtc" },
+	{ .key = "ship_create", .flag = "ship-create", .type = SETTING_BOOL, .flags = SETTING_SHIP,
+	  .def = "no", .off = F(ship_create), .arg = "BOOL",
+	  .help = "create the tables events, sessions and drops first" },
+	{ .key = "ship_host", .flag = "ship-host", .type = SETTING_NAME,
+	  .flags = SETTING_SHIP | SETTING_NONE, .min = 1, .max = 63, .def = "none",
+	  .off = F(ship_host), .example = "a host name", .arg = "NAME",
+	  .help = "the host name shipped; none: the segments' own" },
+	{ .key = "ship_cursor", .flag = "ship-cursor", .type = SETTING_PATH,
+	  .flags = SETTING_SHIP | SETTING_NONE, .def = "none", .off = F(ship_cursor),
+	  .example = "a file path", .arg = "FILE",
+	  .help = "where the position ClickHouse acknowledged is kept; none: DIR/.xtcd-ship.cursor" },
+	{ .key = "ship_batch", .flag = "ship-batch", .type = SETTING_UINT, .flags = SETTING_SHIP,
+	  .min = 1, .max = 1000000, .def = "65536", .off = F(ship_batch), .example = "rows",
+	  .arg = "N", .help = "send when N rows wait" },
+	{ .key = "ship_batch_ms", .flag = "ship-batch-ms", .type = SETTING_UINT,
+	  .flags = SETTING_SHIP, .min = 1, .max = 600000, .def = "1000", .off = F(ship_batch_ms),
+	  .example = "milliseconds", .arg = "MS", .help = "... or when the oldest has waited MS ms" },
+	{ .key = "ship_metrics", .flag = "ship-metrics", .type = SETTING_PROM,
+	  .flags = SETTING_SHIP | SETTING_NONE, .def = "none", .off = F(ship_metrics),
+	  .arg = "FILE",
+	  .help = "the shipper's node-exporter textfile; none: xtcd-ship.prom next to "
+	          "metrics_file, if set" },
 };
 const size_t settings_count = sizeof settings_table / sizeof settings_table[0];
 
@@ -288,6 +316,44 @@ static int apply_path(const struct setting *s, const char *v, struct config *c, 
 	return 0;
 }
 
+/* A path node-exporter's textfile collector reads: it ignores every
+ * name but *.prom, so another would be written and never seen. */
+static int apply_prom(const struct setting *s, const char *v, struct config *c, char *why,
+                      size_t len)
+{
+	size_t n = strlen(v);
+
+	if (!((s->flags & SETTING_NONE) && strcmp(v, "none") == 0) &&
+	    (n < 6 || strcmp(v + n - 5, ".prom") != 0 || v[n - 6] == '/'))
+		return -1;
+	return apply_path(s, v, c, why, len);
+}
+
+/* A string kept as given: a URL, or a name of min..max bytes. */
+static int apply_text(const struct setting *s, const char *v, struct config *c)
+{
+	char **field = FIELD(c, s->off, char *), *p;
+	size_t n = strlen(v);
+
+	if ((s->flags & SETTING_NONE) && strcmp(v, "none") == 0) {
+		free(*field);
+		*field = NULL;
+		return 0;
+	}
+	if (s->type == SETTING_URL && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+		return -1;
+	if (s->type == SETTING_NAME && (n < s->min || n > s->max || strpbrk(v, " \t\"'\\") != NULL))
+		return -1;
+	if (s->type == SETTING_URL && (n <= 8 || strpbrk(v, " \t") != NULL))
+		return -1;
+	p = strdup(v);
+	if (p == NULL)
+		return -1;
+	free(*field);
+	*field = p;
+	return 0;
+}
+
 static int apply_size(const struct setting *s, const char *v, struct config *c)
 {
 	uint64_t *field = FIELD(c, s->off, uint64_t), size;
@@ -399,6 +465,9 @@ int settings_apply(const struct setting *s, const char *name, const char *value,
 	case SETTING_UIDS:
 	case SETTING_GIDS:  r = apply_ids(s, value, c, detail, sizeof detail); break;
 	case SETTING_LEVEL: r = apply_level(s, value, c); break;
+	case SETTING_PROM:  r = apply_prom(s, value, c, detail, sizeof detail); break;
+	case SETTING_URL:
+	case SETTING_NAME:  r = apply_text(s, value, c); break;
 	case SETTING_QUOTA_UID:
 		r = apply_quota_uid(s, name, value, c, detail, sizeof detail);
 		if (r == -2) {
@@ -458,6 +527,16 @@ const char *settings_form(const struct setting *s, char *buf, size_t len)
 	case SETTING_LEVEL:
 		snprintf(buf, len, "error, warning, info or debug");
 		break;
+	case SETTING_URL:
+		snprintf(buf, len, "%s", s->example);
+		break;
+	case SETTING_NAME:
+		snprintf(buf, len, "%s of %llu to %llu bytes without blanks or quotes", s->example,
+		         (unsigned long long)s->min, (unsigned long long)s->max);
+		break;
+	case SETTING_PROM:
+		snprintf(buf, len, "a file name ending in .prom");
+		break;
 	case SETTING_QUOTA_UID:
 		snprintf(buf, len, "%s", s->example);
 		return buf;
@@ -496,6 +575,9 @@ const char *settings_format(const struct setting *s, const struct config *c, cha
 
 	switch (s->type) {
 	case SETTING_PATH:
+	case SETTING_PROM:
+	case SETTING_URL:
+	case SETTING_NAME:
 		p = *FIELD(c, s->off, const char *);
 		snprintf(buf, len, "%s", p != NULL ? p : "none");
 		break;
@@ -596,6 +678,9 @@ void settings_free(struct config *c)
 
 		switch (s->type) {
 		case SETTING_PATH:
+		case SETTING_PROM:
+		case SETTING_URL:
+		case SETTING_NAME:
 		case SETTING_UIDS:
 		case SETTING_GIDS:
 		case SETTING_QUOTA_UID:
@@ -608,9 +693,16 @@ void settings_free(struct config *c)
 	}
 }
 
+/* Whether the field is a string the table owns. */
+static int setting_is_text(const struct setting *s)
+{
+	return s->type == SETTING_PATH || s->type == SETTING_PROM || s->type == SETTING_URL ||
+	       s->type == SETTING_NAME;
+}
+
 void settings_keep(const struct setting *s, struct config *old, struct config *next)
 {
-	size_t size = s->type == SETTING_PATH ? sizeof(char *) : sizeof(int);
+	size_t size = setting_is_text(s) ? sizeof(char *) : sizeof(int);
 	char tmp[sizeof(char *) > sizeof(int) ? sizeof(char *) : sizeof(int)];
 
 	memcpy(tmp, (char *)old + s->off, size);
@@ -823,14 +915,14 @@ static void help_tail(const struct setting *s, char *buf, size_t len)
 	}
 }
 
-void settings_help(FILE *f)
+void settings_help(FILE *f, int ship)
 {
 	for (size_t i = 0; i < settings_count; i++) {
 		const struct setting *s = &settings_table[i];
 		char head[64], tail[96], text[400];
 		int n;
 
-		if (s->flag == NULL)
+		if (s->flag == NULL || !(s->flags & SETTING_SHIP) != !ship)
 			continue;
 		if (s->short_flag != 0)
 			n = snprintf(head, sizeof head, "  -%c, --%s", s->short_flag, s->flag);

@@ -97,6 +97,7 @@ struct track {
 	uint64_t run_real;       /* since when (wall ns) */
 	uint64_t run_detail;     /* the RUN's wake-to-run latency */
 	uint64_t free_at;        /* where the last slice ended */
+	uint64_t adapter_end;    /* where the last adapter slice ended */
 	uint64_t last_real;      /* the last event on the track */
 };
 
@@ -546,11 +547,23 @@ static const char *kind_cat(uint32_t kind)
 }
 
 /* An adapter's CB_END or LOOP_WAKE as a complete slice that ends at the
- * record and lasts its detail: "CB 1.io:22.cb4" or "wait". */
-static void adapter_slice(struct chrome *c, const struct track *t, const struct segread_item *it)
+ * record and lasts its detail: "CB 1.io:22.cb4" or "wait".  The detail
+ * is timed with the adapter's own clock reads, not the records', so a
+ * wait can seem to begin a few ns before the callback before it ended:
+ * such a slice begins where the last one on its track ended (or where
+ * the open RUN began) instead, so that slices still nest; args.dur_ns is
+ * what is drawn, args.detail_ns what was recorded. */
+static void adapter_slice(struct chrome *c, struct track *t, const struct segread_item *it)
 {
 	const xtc_tail_rec_t *r = &it->u.event.rec;
 	uint64_t from = it->real_ns > r->detail ? it->real_ns - r->detail : 0;
+	uint64_t floor = t->open ? t->run_real : t->free_at;
+
+	if (floor < t->adapter_end)
+		floor = t->adapter_end;
+	if (from < floor)
+		from = floor < it->real_ns ? floor : it->real_ns;
+	t->adapter_end = it->real_ns;
 	char name[96], w[64], ts[32], te[32], dur[40];
 	int len;
 
@@ -564,7 +577,8 @@ static void adapter_slice(struct chrome *c, const struct track *t, const struct 
 	c->slices++;
 	ev_begin(c, name, (size_t)len, 'X');
 	fprintf(c->x->out, ",\"cat\":\"loop\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-	        ",\"args\":{\"dur_ns\":%" PRIu64 "}}", ts, dur, t->pid, t->tid, r->detail);
+	        ",\"args\":{\"dur_ns\":%" PRIu64 ",\"detail_ns\":%" PRIu64 "}}", ts, dur, t->pid,
+	        t->tid, it->real_ns - from, r->detail);
 }
 
 /* An event: a slice boundary, or an instant. */
@@ -647,9 +661,9 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 {
 	const struct xtc_seg_drop *d = &it->u.drop;
 	uint32_t pid = item_pid(c, d->session_id, it->session);
-	/* ring 0xFFFFFFFF: a thread that found no free ring; no track */
+	/* XTC_SEG_RING_NONE: a thread that found no free ring; no track */
 	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id
-	             : d->ring != UINT32_MAX ? TID_NO_LOOP + d->ring : pid;
+	             : d->ring != XTC_SEG_RING_NONE ? TID_NO_LOOP + d->ring : pid;
 	struct track *t = track_find(c, d->session_id, tid);
 	char name[96], cbuf[24];
 	const char *cause;
@@ -667,8 +681,8 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 	snprintf(name, sizeof(name), "DROP %" PRIu64 " records (%s)", d->count, cause);
 	marker_begin(c, name, it->real_ns, pid, tid);
 	fprintf(c->x->out, ",\"args\":{\"count\":%" PRIu64 ",\"cause\":\"%s\",\"ring\":%" PRIu32
-	        ",\"loop\":%" PRId64 ",\"window_us\":", d->count, cause, d->ring,
-	        d->loop_id == LOOP_NONE ? (int64_t)-1 : (int64_t)d->loop_id);
+	        ",\"loop\":%lld,\"window_us\":", d->count, cause, d->ring,
+	        print_loop_json(d->loop_id));
 	put_us(c->x->out, win);
 	fputs("}}", c->x->out);
 }
