@@ -18,9 +18,10 @@
  *     slices on a track never overlap;
  *   - an adapter's CB_BEGIN..CB_END is a complete slice "CB <watcher>"
  *     and its LOOP_WAIT..LOOP_WAKE a slice "wait", from the one record to
- *     the other (args.dur_ns: the length the adapter measured, its detail;
- *     xtc_tail_ev(3)); an END whose BEGIN is not in the export (lost,
- *     evicted, filtered) starts its detail before it;
+ *     the other (args.dur_ns its length, args.measured_ns the length
+ *     the adapter measured, the END's detail: xtc_tail_ev(3)); an END
+ *     whose BEGIN is not in the export (lost, evicted, filtered) begins
+ *     its detail before it;
  *   - every other kind is a thread-scoped instant ("i") named after its
  *     kind, args {pid, detail, raw};
  *   - DROP, CORRUPT and SESSION START/END are process-scoped instants with
@@ -646,7 +647,8 @@ static void adapter_slice(struct chrome *c, struct track *t, const struct segrea
 	c->slices++;
 	ev_begin(c, name, (size_t)len, 'X');
 	fprintf(c->x->out, ",\"cat\":\"loop\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-	        ",\"args\":{\"dur_ns\":%" PRIu64 "}}", ts, dur, t->pid, t->tid, r->detail);
+	        ",\"args\":{\"dur_ns\":%" PRIu64 ",\"measured_ns\":%" PRIu64 "}}", ts, dur, t->pid,
+	        t->tid, to - from, r->detail);
 }
 
 /* An event: a slice boundary, or an instant. */
