@@ -1,7 +1,7 @@
 #!/bin/bash
 # scripts/deps.sh - install what building and testing xtc-tail needs on
 # Debian 12, if it is missing.  Sourced by quickstart.sh and test.sh.
-XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev babeltrace2 golang-go nodejs nghttp2-server nghttp2-client"
+XTC_DEPS="build-essential autoconf automake libtool pkg-config liburing-dev libev-dev check python3 libprotobuf-c-dev protobuf-c-compiler zlib1g-dev babeltrace2 golang-go nodejs nghttp2-server nghttp2-client libcurl4-openssl-dev"
 # The viewers' tests (tests/e2e_*_viewers.sh) run babeltrace2, go tool pprof
 # and, installed by npm into the build tree, the DevTools trace engine and
 # pprof-format.  Debian's npm is its own package; NodeSource's nodejs has it.

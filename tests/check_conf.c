@@ -150,8 +150,31 @@ static const struct case_ cases[] = {
 	{ "log_level", "debug", NULL, "debug" },
 	{ "log_level", "error", NULL, "error" },
 	{ "log_level", "loud", "expected error, warning, info or debug", NULL },
-	{ "metrics_file", "/run/xtcd/metrics", NULL, "/run/xtcd/metrics" },
+	{ "metrics_file", "/run/xtcd/xtcd.prom", NULL, "/run/xtcd/xtcd.prom" },
 	{ "metrics_file", "none", NULL, "none" },
+	/* node-exporter reads *.prom only: another name would never be seen */
+	{ "metrics_file", "/run/xtcd/metrics", "expected a file name ending in .prom, or none", NULL },
+	{ "metrics_file", "/run/xtcd/.prom", "expected a file name ending in .prom, or none", NULL },
+	{ "ship_create", "yes", NULL, "yes" },
+	{ "ship_create", "maybe", "expected yes or no", NULL },
+	{ "ship_host", "host-a", NULL, "host-a" },
+	{ "ship_host", "none", NULL, "none" },
+	{ "ship_host", "two words",
+	  "expected a host name of 1 to 63 bytes without blanks or quotes, or none", NULL },
+	{ "ship_host", "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh",
+	  "expected a host name of 1 to 63 bytes without blanks or quotes, or none", NULL },
+	{ "ship_cursor", "/var/lib/xtcd-ship/cursor", NULL, "/var/lib/xtcd-ship/cursor" },
+	{ "ship_cursor", "none", NULL, "none" },
+	{ "ship_batch", "1", NULL, "1" },
+	{ "ship_batch", "1000000", NULL, "1000000" },
+	{ "ship_batch", "0", "expected a whole number of rows from 1 to 1000000", NULL },
+	{ "ship_batch", "64K", "expected a whole number of rows from 1 to 1000000", NULL },
+	{ "ship_batch_ms", "200", NULL, "200" },
+	{ "ship_batch_ms", "600001", "expected a whole number of milliseconds from 1 to 600000",
+	  NULL },
+	{ "ship_metrics", "/var/lib/node-exporter/xtcd-ship.prom", NULL,
+	  "/var/lib/node-exporter/xtcd-ship.prom" },
+	{ "ship_metrics", "/tmp/ship.txt", "expected a file name ending in .prom, or none", NULL },
 };
 
 /* Accepted or refused alike, with the same words after the spelling. */
@@ -233,6 +256,13 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.quota_count, 0);
 	ck_assert_int_eq(c.log_level, XLOG_INFO);
 	ck_assert_ptr_null(c.metrics_file);
+	ck_assert_ptr_null(c.ship_url);
+	ck_assert_int_eq(c.ship_create, 0);
+	ck_assert_ptr_null(c.ship_host);
+	ck_assert_ptr_null(c.ship_cursor);
+	ck_assert_uint_eq(c.ship_batch, 65536);
+	ck_assert_uint_eq(c.ship_batch_ms, 1000);
+	ck_assert_ptr_null(c.ship_metrics);
 	conf_free(&c);
 }
 END_TEST
@@ -266,7 +296,7 @@ START_TEST(test_range_written_once)
 	ck_assert_uint_eq(s->max, 600000);
 	settings_form(s, form, sizeof form);
 	ck_assert_str_eq(form, "a whole number of milliseconds from 1 to 600000");
-	settings_help(f);
+	settings_help(f, 0);
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(help, "--hello-timeout-ms N drop a client that sends no hello "
 	                                   "in N ms\n                           (1 to 600000, "
@@ -282,7 +312,8 @@ START_TEST(test_help_lists_every_flag)
 	size_t len = 0;
 	FILE *f = open_memstream(&help, &len);
 
-	settings_help(f);
+	settings_help(f, 0);
+	settings_help(f, 1);
 	fclose(f);
 	for (size_t i = 0; i < settings_count; i++) {
 		if (settings_table[i].flag == NULL)
@@ -344,7 +375,8 @@ START_TEST(test_file_errors)
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
 		  "segment_bytes, keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, "
 		  "max_sessions_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
-		  "metrics_file" },
+		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "
+		  "ship_metrics" },
 		{ "max-bytes = 1G\n", ":1: unknown key 'max-bytes'; did you mean max_bytes?" },
 		{ "just words\n", ":1: 'just words' is not a setting; expected key = value, or a # comment" },
 		{ "drain_ms = 20\n\ndrain_ms = 30\n", ":3: drain_ms is set twice (first on line 1); keep one" },
@@ -377,10 +409,10 @@ START_TEST(test_file_format)
 	char err[512];
 
 	write_conf("\n   # indented comment\n\tmax_bytes\t=\t2G   # two\r\n"
-	           "metrics_file = /run/a#b\nquota.root = 1G\nquota.7 = none\n");
+	           "metrics_file = /run/a#b.prom\nquota.root = 1G\nquota.7 = none\n");
 	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), 0);
 	ck_assert_uint_eq(c.max_bytes, 2ULL << 30);
-	ck_assert_str_eq(c.metrics_file, "/run/a#b");
+	ck_assert_str_eq(c.metrics_file, "/run/a#b.prom");
 	ck_assert_uint_eq(c.quota_count, 2);
 	ck_assert_uint_eq(conf_quota_for(&c, 0), 1ULL << 30);
 	ck_assert_uint_eq(conf_quota_for(&c, 7), CONF_NO_QUOTA);
@@ -537,6 +569,45 @@ START_TEST(test_options)
 	ck_assert_str_eq(settings_suggest_flag("max_bytes"), "max-bytes");
 	ck_assert_str_eq(settings_suggest_flag("allow_uids"), "allow-uid");
 	ck_assert_ptr_null(settings_suggest_flag("colour"));
+}
+END_TEST
+
+/* ship has no flag (its value is the argument after --ship): the file
+ * alone, checked as a URL; the daemon's help leaves the shipper's rows
+ * out, and the shipper's lists them. */
+START_TEST(test_ship_rows)
+{
+	char *help = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct config c;
+	char err[1024], want[1200];
+
+	ck_assert_ptr_null(settings_find_key("ship")->flag);
+	ck_assert_int_eq(build_from_file("ship", "http://127.0.0.1:8123/?database=xtc", &c, err,
+	                                 sizeof err), 0);
+	ck_assert_str_eq(c.ship_url, "http://127.0.0.1:8123/?database=xtc");
+	conf_free(&c);
+	ck_assert_int_eq(build_from_file("ship", "ftp://ch/", &c, err, sizeof err), -1);
+	snprintf(want, sizeof want, "%s:2: ship = ftp://ch/: expected a ClickHouse HTTP URL such as "
+	         "http://clickhouse:8123/?database=xtc, or none", conf_path);
+	ck_assert_str_eq(err, want);
+	for (size_t i = 0; i < settings_count; i++)
+		if (strncmp(settings_table[i].key, "ship", 4) == 0)
+			ck_assert_msg(settings_table[i].flags & SETTING_SHIP, "%s", settings_table[i].key);
+	f = open_memstream(&help, &len);
+	settings_help(f, 0);
+	fclose(f);
+	ck_assert_ptr_null(strstr(help, "--ship-"));
+	ck_assert_ptr_nonnull(strstr(help, "--metrics-file PATH"));
+	free(help);
+	f = open_memstream(&help, &len);
+	settings_help(f, 1);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(help, "      --ship-batch N       send when N rows wait "
+	                                   "(1 to 1000000, default 65536)\n"));
+	ck_assert_ptr_null(strstr(help, "--max-bytes"));
+	free(help);
 }
 END_TEST
 
@@ -712,6 +783,7 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_repeated_flags);
 	tcase_add_test(tc, test_bare_flags);
 	tcase_add_test(tc, test_options);
+	tcase_add_test(tc, test_ship_rows);
 	tc = with_tmpdir(s, "use");
 	tcase_add_test(tc, test_access_rule);
 	tcase_add_test(tc, test_sessions_per_uid);

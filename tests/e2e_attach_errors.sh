@@ -64,9 +64,9 @@ start_xtcd
 export XTC_TAIL_SHM=$SOCK
 "${nobody[@]}" env XTC_TAIL_SHM="$SOCK" "$LOADGEN" 1 100 0 6000 >"$T/app.out" 2>"$T/perm.err" &
 lg=$!
-for _ in $(seq 1 200); do [ -s "$T/perm.err" ] && break; sleep 0.02; done
+for _ in $(seq 1 500); do [ -s "$T/perm.err" ] && break; sleep 0.02; done
 chmod 755 "$T/priv"
-wait_log "uid 65534 attached"
+wait_log "uid 65534 attached" 20
 wait $lg || fail "the app exited $?"
 one_line "$T/perm.err" "$(tail_line "$SOCK" "Permission denied")"
 wait_log "ended: detached"

@@ -13,7 +13,7 @@
 #  - parsed as a viewer parses it, every slice nests (viewers/chrome_nesting.py);
 #  - each adapter slice begins at its CB_BEGIN's or LOOP_WAIT's time (the
 #    instant of that record on the same track) and ends at its END's;
-#    args.dur_ns is its length, args.measured_ns the detail the producer
+#    args.dur_ns is its length, args.detail_ns the detail the producer
 #    wrote;
 #  - the END with no BEGIN begins where the slice before it ends.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
@@ -55,16 +55,16 @@ for (pid, tid), t in tracks.items():
     if begins != starts:
         bad.append("loop %d: slices begin at %r, its CB_BEGIN/LOOP_WAIT records at %r" % (tid, starts, begins))
     for s in t["slices"]:
-        if s["args"]["measured_ns"] < 1000000:
-            bad.append("loop %d: %s has measured_ns %r, not the detail" % (tid, s["name"], s["args"]["measured_ns"]))
+        if s["args"]["detail_ns"] < 1000000:
+            bad.append("loop %d: %s has detail_ns %r, not the detail" % (tid, s["name"], s["args"]["detail_ns"]))
         if abs(s["dur"] * 1000 - s["args"]["dur_ns"]) > 0.001:
             bad.append("loop %d: %s: dur %r is not its length in dur_ns %r" % (tid, s["name"], s["dur"], s["args"]["dur_ns"]))
 # the two skewed slices: their detail is 50 ms more than their records' span
 skewed = [s for t in tracks.values() for s in t["slices"]
-          if s["args"]["measured_ns"] - s["args"]["dur_ns"] > 45000000]
+          if s["args"]["detail_ns"] - s["args"]["dur_ns"] > 45000000]
 if sorted((s["tid"], s["name"]) for s in skewed) != [(0, "wait"), (1, "CB 1.io:32.cb1")]:
     bad.append("want the skewed wait of loop 0 and callback io:32 of loop 1 with their "
-               "detail in measured_ns, have %r" % [(s["tid"], s["name"], s["args"]["dur_ns"], s["args"]["measured_ns"]) for s in skewed])
+               "detail in detail_ns, have %r" % [(s["tid"], s["name"], s["args"]["dur_ns"], s["args"]["detail_ns"]) for s in skewed])
 if got != {0: 3, 1: 4, 2: 2}:
     bad.append("want 3 slices on loop 0, 4 on loop 1 and 2 on loop 2, have %r" % got)
 for m in bad:

@@ -57,6 +57,25 @@ refused "xtcd: $DIR holds no segments (xtc-NNNNNN.seg): point --report at the di
 echo "ok: --report --export chrome is refused, and the report's errors name the flags given"
 "$XTCD" --report "$DIR" --export chrome 2>&1 | sed 's/^/  /'
 
+# --- --ship: its flags are the table's rows, checked before any connection
+refused "xtcd: --ship ftp://ch/: expected a ClickHouse HTTP URL such as http://clickhouse:8123/?database=xtc, or none; see xtcd --help" \
+	--ship ftp://ch/ "$DIR"
+refused "xtcd: --ship-batch 0: expected a whole number of rows from 1 to 1000000; see xtcd --help" \
+	--ship http://127.0.0.1:9/ "$DIR" --ship-batch 0
+refused "xtcd: --ship-metrics $T/ship.txt: expected a file name ending in .prom, or none; see xtcd --help" \
+	--ship http://127.0.0.1:9/ "$DIR" --ship-metrics "$T/ship.txt"
+refused "xtcd: --ship-host applies to --ship only; see xtcd --help" --dir "$DIR" --ship-host a
+refused "xtcd: --max-bytes does not apply to --ship; see xtcd --help" \
+	--ship http://127.0.0.1:9/ "$DIR" --max-bytes 1G
+refused "xtcd: --json does not apply to --ship; see xtcd --help" --ship http://127.0.0.1:9/ "$DIR" --json
+printf 'ship = gopher://ch/\n' >"$T/ship.conf"
+refused "xtcd: $T/ship.conf:1: ship = gopher://ch/: expected a ClickHouse HTTP URL such as http://clickhouse:8123/?database=xtc, or none" \
+	--ship --config "$T/ship.conf"
+printf 'dir = %s\n' "$DIR" >"$T/ship.conf"
+refused "xtcd: --ship needs a ClickHouse URL and the segment directory: xtcd --ship http://127.0.0.1:8123/?database=xtc /var/lib/xtcd, or ship = URL and dir = DIR in $T/ship.conf" \
+	--ship --config "$T/ship.conf"
+echo "ok: --ship's URL and --ship-* flags are checked as their keys are, and go with --ship only"
+
 # --- --check-config
 cat >"$T/good.conf" <<EOF
 # a file to check

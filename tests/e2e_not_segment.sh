@@ -52,3 +52,19 @@ grep -q "^xtcd: $next: torn tail at byte 0 (10 bytes ignored)" "$T/err" ||
 	fail "a segment cut inside its header is not a torn tail: $(cat "$T/err")"
 grep -q 'not an xtc segment' "$T/err" && fail "a real segment's first 10 bytes were called not a segment"
 echo "ok: a segment cut inside its header is still a torn tail (exit 0)"
+
+# --- a directory the reader may not open: say whose segments they are
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+	chmod 700 "$DIR"
+	chmod 711 "$T"
+	# a copy nobody can run wherever the build tree is
+	cp "$XTCD" "$T/xtcd-copy" && chmod 755 "$T/xtcd-copy"
+	if su nobody -s /bin/sh -c "\"$T/xtcd-copy\" --cat \"$DIR\"" >/dev/null 2>"$T/err"; then
+		fail "--cat as nobody read a 0700 directory"
+	fi
+	grep -q "^xtcd: cannot read $DIR: Permission denied: the segments are xtcd's own (mode 0600); run xtcd --cat as root" "$T/err" ||
+		fail "--cat without permission does not say whose segments they are: $(cat "$T/err")"
+	echo "ok: --cat without permission says to run it as root or as xtcd's user"
+else
+	echo "(not root: the permission message is not checked)"
+fi

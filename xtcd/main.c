@@ -7,18 +7,13 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/common/clock.h"
-#include "proto/xtc_attach.h"
 #include "xtcd/conf.h"
 #include "xtcd/report/report.h"
 #include "xtcd/settings.h"
@@ -69,6 +64,8 @@ static void usage(FILE *f)
 "                                stalled loops, latency, off-CPU time\n"
 "       xtcd --report DIR --export pprof|collapsed [FILTER]... > FILE   off-CPU profile\n"
 "       xtcd --report --diff A B DIR [--json] [FILTER]...   what changed from A to B\n"
+"       xtcd --ship [URL [DIR]] [--ship-create] [--ship-host NAME]...   every\n"
+"                                record into ClickHouse (default: ship, dir of the file)\n"
 "\n"
 "xtcd collects the events that applications record with libxtctail.  An\n"
 "application attaches by running with XTC_TAIL_SHM=PATH (the socket below) in\n"
@@ -81,7 +78,10 @@ static void usage(FILE *f)
 "      --check-config FILE  check FILE (and the flags given with it) and exit:\n"
 "                           0 and one line when it is good, 2 and FILE:LINE if not\n",
 	        conf_default_path());
-	settings_help(f);
+	settings_help(f, 0);
+	fprintf(f,
+"Shipping (xtcd --ship; each is a key of xtcd.conf too: ship_create...):\n");
+	settings_help(f, 1);
 	fprintf(f,
 "Status:\n"
 "      --status             ask the daemon at --socket (or the file's socket): per\n"
@@ -145,6 +145,7 @@ static void usage(FILE *f)
 "  xtcd --report /var/lib/xtcd --pid 4242 --svg report.svg\n"
 "  xtcd --report /var/lib/xtcd --export pprof > offcpu.pb.gz   (go tool pprof offcpu.pb.gz)\n"
 "  xtcd --report --diff -10m..-5m -5m..now /var/lib/xtcd\n"
+"  xtcd --ship --ship-create 'http://127.0.0.1:8123/?database=xtc' /var/lib/xtcd\n"
 "\n"
 "See xtcd(8), xtcd.conf(5), xtc_tail(3) and xtc-segment(5).\n");
 }
@@ -176,12 +177,13 @@ static unsigned parse_uint(const char *flag, const char *s, unsigned min, unsign
  * values from OPT_SETTING on. */
 enum { OPT_CAT = 256, OPT_JSON, OPT_FOLLOW, OPT_EXPORT, OPT_STATS, OPT_COLOR, OPT_FILTER,
        OPT_CONFIG, OPT_CHECK_CONFIG, OPT_STATUS, OPT_REPORT, OPT_DIFF, OPT_SVG, OPT_STALL, OPT_TOP,
-       OPT_SETTING = 512 };
+       OPT_SHIP, OPT_SETTING = 512 };
 
 static const struct option mode_options[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "check-config", required_argument, NULL, OPT_CHECK_CONFIG },
 	{ "status", no_argument, NULL, OPT_STATUS },
+	{ "ship", no_argument, NULL, OPT_SHIP },
 	{ "cat", required_argument, NULL, OPT_CAT },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "follow", required_argument, NULL, OPT_FOLLOW },
@@ -217,6 +219,7 @@ struct mode {
 	const char *reading_opt;     /* a reading-only option given, for errors */
 	int lines_given;
 	int status;                  /* --status: ask the running daemon */
+	int ship;                    /* --ship [URL [DIR]]: into ClickHouse */
 	const char *check_config;    /* --check-config FILE */
 	int report;                  /* --report, or --export pprof|collapsed */
 	int report_given;            /* --report itself */
@@ -322,6 +325,65 @@ static void check_report(int argc, char **argv, struct mode *m)
 	}
 }
 
+/* The --ship-* flags go with --ship only; with it, of the daemon's flags
+ * only --dir (DIR) and --metrics-file (whose directory gets the
+ * shipper's textfile) mean something. */
+static void check_ship_flags(int ship)
+{
+	for (size_t i = 0; i < settings_count; i++) {
+		const struct setting *s = &settings_table[i];
+		int ok = ship ? (s->flags & SETTING_SHIP) || strcmp(s->key, "dir") == 0 ||
+		                strcmp(s->key, "metrics_file") == 0
+		              : !(s->flags & SETTING_SHIP);
+
+		if (cli.value[i] == NULL || ok)
+			continue;
+		if (ship)
+			fprintf(stderr, "xtcd: --%s does not apply to --ship; see xtcd --help\n", s->flag);
+		else
+			fprintf(stderr, "xtcd: --%s applies to --ship only; see xtcd --help\n", s->flag);
+		exit(2);
+	}
+}
+
+/* One argument of --ship into the row of key, checked as its flag is. */
+static void take_ship_arg(const char *key, const char *value, const char *said)
+{
+	const struct setting *s = settings_find_key(key);
+	size_t row = (size_t)(s - settings_table);
+	struct config scratch = { 0 };
+	char err[1024];
+	int r;
+
+	if (cli.value[row] != NULL) {
+		fprintf(stderr, "xtcd: %s: the directory is given twice, also as --%s; give it once\n",
+		        said, s->flag);
+		exit(2);
+	}
+	r = settings_apply(s, s->key, value, said, &scratch, err, sizeof err);
+	settings_free(&scratch);
+	if (r < 0) {
+		fprintf(stderr, "xtcd: %s; see xtcd --help\n", err);
+		exit(2);
+	}
+	cli.value[row] = strdup(value);
+}
+
+/* --ship [URL [DIR]]: the arguments after the options. */
+static void take_ship_args(int argc, char **argv)
+{
+	char said[PATH_MAX + 64];
+
+	if (optind < argc) {
+		snprintf(said, sizeof said, "--ship %s", argv[optind]);
+		take_ship_arg("ship", argv[optind++], said);
+	}
+	if (optind < argc) {
+		snprintf(said, sizeof said, "--ship URL %s", argv[optind]);
+		take_ship_arg("dir", argv[optind++], said);
+	}
+}
+
 /* Check that the options make one reading mode (or none) and fit it. */
 static void check_reading_mode(int argc, char **argv, struct mode *m)
 {
@@ -340,12 +402,19 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 	}
 	modes = (m->cat_dir != NULL) + (m->follow_dir != NULL) + (m->stats_dir != NULL) +
 	        (m->export_format != NULL && !m->report) + m->status + m->report +
-	        (m->check_config != NULL);
+	        (m->check_config != NULL) + m->ship;
 	if (modes > 1) {
 		fprintf(stderr, "xtcd: give one of --cat, --follow, --export, --stats, --report, "
-		        "--status and --check-config\n");
+		        "--status, --ship and --check-config\n");
 		exit(2);
 	}
+	if (m->ship && m->reading_opt != NULL) {
+		fprintf(stderr, "xtcd: --%s does not apply to --ship; see xtcd --help\n", m->reading_opt);
+		exit(2);
+	}
+	check_ship_flags(m->ship);
+	if (m->ship)
+		take_ship_args(argc, argv);
 	if (m->check_config != NULL && m->reading_opt != NULL) {
 		fprintf(stderr, "xtcd: --%s does not apply to --check-config; see xtcd --help\n",
 		        m->reading_opt);
@@ -462,6 +531,7 @@ static void take_mode_option(int c, const char *name, int argc, char **argv,
 	case OPT_CONFIG: conf_path = optarg; break;
 	case OPT_CHECK_CONFIG: m->check_config = optarg; break;
 	case OPT_STATUS: m->status = 1; break;
+	case OPT_SHIP: m->ship = 1; break;
 	case OPT_REPORT: m->report = 1; break;
 	case OPT_DIFF: case OPT_SVG: case OPT_STALL: case OPT_TOP:
 		parse_report_opt(c, optarg, argc, argv, m);
@@ -602,7 +672,7 @@ static void reload_config(void)
 	store_reconfigure();
 	settings_build();
 	xlog("SIGHUP: re-read %s: %s", conf_path ? conf_path : conf_default_path(),
-	     settings_describe_all(&cfg, SETTING_RESTART, applied, sizeof applied));
+	     settings_describe_all(&cfg, SETTING_RESTART | SETTING_SHIP, applied, sizeof applied));
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -654,6 +724,7 @@ static int run_daemon(void)
 		goto out_server;
 	settings_build();
 	status_init(xtcd_loop);
+	metrics_start(xtcd_loop);
 	for (int i = 0; i < 3; i++) {
 		ev_signal_init(&sig_w[i], signal_cb, sigs[i]);
 		ev_signal_start(xtcd_loop, &sig_w[i]);
@@ -663,7 +734,7 @@ static int run_daemon(void)
 	if (xlog_enabled(XLOG_DEBUG)) {
 		char all[2048];
 
-		xlog_debug("settings in force: %s", settings_describe_all(&cfg, 0, all, sizeof all));
+		xlog_debug("settings in force: %s", settings_describe_all(&cfg, SETTING_SHIP, all, sizeof all));
 	}
 	xlog("listening on %s, writing %s (budget %llu bytes, segments of %llu, %s)", server_path(),
 	     cfg.dir, (unsigned long long)cfg.max_bytes, (unsigned long long)cfg.segment_bytes,
@@ -675,6 +746,7 @@ static int run_daemon(void)
 	server_stop_accepting();
 	session_shutdown_all();
 	rc = 0;
+	metrics_stop();
 	status_fini();
 	store_fini(1);
 out_server:
@@ -701,7 +773,9 @@ int main(int argc, char **argv)
 		                   report_export_chains, stdout);
 	if (m.stats_dir != NULL)
 		return xtcd_stats(m.stats_dir, &m.ro, stdout);
-	load_config(!m.status);
+	load_config(!m.status && !m.ship);
+	if (m.ship)
+		return ship_run(&cfg, conf_path);
 	if (m.status)
 		return status_client(cfg.socket, m.ro.json, stdout);
 	return run_daemon();

@@ -91,6 +91,44 @@ struct session {
 static struct session *sessions;
 static struct session_totals ended; /* the counts of sessions that ended */
 
+/* The counts of ended sessions per uid, for the metrics. */
+static struct session_uid_totals *ended_uids;
+static size_t ended_nuids;
+
+/* The row of uid in tab[0..*n), added (zero) if new and *n < max; NULL
+ * when full. */
+static struct session_uid_totals *uid_row(struct session_uid_totals *tab, size_t *n, size_t max,
+                                          uid_t uid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (tab[i].uid == uid)
+			return &tab[i];
+	if (*n == max)
+		return NULL;
+	tab[*n] = (struct session_uid_totals){ .uid = uid };
+	return &tab[(*n)++];
+}
+
+static void uid_add(struct session_uid_totals *t, const struct session *s, uint64_t produced)
+{
+	t->sessions++;
+	t->produced += produced;
+	t->written += s->written;
+	t->dropped += s->dropped;
+	t->lost += s->lost;
+}
+
+static void uid_ended(const struct session *s, uint64_t produced)
+{
+	struct session_uid_totals *t = NULL, *grown;
+
+	grown = realloc(ended_uids, (ended_nuids + 1) * sizeof *grown);
+	if (grown != NULL)   /* room for one more: uid_row finds or adds */
+		ended_uids = grown, t = uid_row(ended_uids, &ended_nuids, ended_nuids + 1, s->uid);
+	if (t != NULL)
+		uid_add(t, s, produced);
+}
+
 static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 {
 	return (struct xtc_shm_ring *)(s->map + s->hdr.ring_offset + (uint64_t)i * s->hdr.ring_stride);
@@ -527,6 +565,7 @@ static int session_try_end(struct session *s)
 	ended.written += s->written;
 	ended.dropped += s->dropped;
 	ended.lost += s->lost;
+	uid_ended(s, produced);
 	if (produced != s->written + s->dropped + s->lost)
 		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
@@ -935,6 +974,20 @@ void session_totals(struct session_totals *t)
 		t->lost += s->lost;
 		t->events_per_s += session_rate(s, now);
 	}
+}
+
+size_t session_uid_totals(struct session_uid_totals *out, size_t max)
+{
+	size_t n = ended_nuids < max ? ended_nuids : max;
+
+	memcpy(out, ended_uids, n * sizeof(*out));
+	for (struct session *s = sessions; s != NULL; s = s->next) {
+		struct session_uid_totals *t = uid_row(out, &n, max, s->uid);
+
+		if (t != NULL)
+			uid_add(t, s, session_produced(s));
+	}
+	return n;
 }
 
 void session_init_clock(void);

@@ -24,47 +24,89 @@
 #define F(field) offsetof(struct config, field)
 #define SUN_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
-/* The order is --help's and the unknown-key message's. */
+/* The order is --help's and the unknown-key message's.  A new setting is a
+ * new row here and a field in struct config (xtcd.h). */
 const struct setting settings_table[] = {
-	{ "dir", "dir", 'd', SETTING_PATH, SETTING_RESTART, 0, 0, NULL, F(dir), 0,
-	  "the path of a directory", "DIR",
-	  "segment directory (must exist and be writable)" },
-	{ "socket", "socket", 's', SETTING_PATH, SETTING_RESTART, 0, SUN_PATH_MAX,
-	  XTC_DEFAULT_SOCKET, F(socket), 0, NULL, "PATH", "attach socket" },
-	{ "max_bytes", "max-bytes", 0, SETTING_SIZE, 0, 0, 0, "1G", F(max_bytes), 0,
-	  "512M or 4G", "N", "all segments together at most N bytes" },
-	{ "segment_bytes", "segment-bytes", 0, SETTING_SIZE, 0, 64u << 10, 0, "64M",
-	  F(segment_bytes), 0, "64M", "N", "one segment at most N bytes" },
-	{ "keep_free", "keep-free", 0, SETTING_SIZE, 0, 0, 0, "0", F(keep_free), 0, "1G, or 0",
-	  "N", "also keep N bytes of the filesystem free" },
-	{ "drain_ms", "drain-ms", 0, SETTING_UINT, 0, 1, 60000, "20", F(drain_ms), 0,
-	  "milliseconds", "N", "drain every N ms, and on producer nudges" },
-	{ "sync", "sync", 0, SETTING_SYNC, 0, 1, 3600000, "rotate", F(sync), F(sync_ms), NULL,
-	  "WHEN", "fdatasync: never, rotate (each closed segment), or every N ms" },
-	{ "pwrite", "pwrite", 0, SETTING_BOOL, SETTING_RESTART, 0, 0, "no", F(force_pwrite), 0,
-	  NULL, "BOOL", "write with pwrite(2) instead of io_uring" },
-	{ "hello_timeout_ms", "hello-timeout-ms", 0, SETTING_UINT, 0, 1, 600000, "5000",
-	  F(hello_timeout_ms), 0, "milliseconds", "N", "drop a client that sends no hello in N ms" },
-	{ "max_clients", "max-clients", 0, SETTING_UINT, 0, 1, 1000000, "4096", F(max_clients), 0,
-	  NULL, "N", "at most N clients attached or connecting" },
-	{ "max_sessions_per_uid", "max-sessions-per-uid", 0, SETTING_UINT, SETTING_AUTO, 1, 1000000,
-	  "auto", F(max_sessions_per_uid), 0, NULL, "N",
-	  "at most N sessions of one uid attached at once; auto: half of --max-clients" },
-	{ "allow_uids", "allow-uid", 0, SETTING_UIDS, 0, 0, 0, "any", F(allow_uids),
-	  F(allow_uid_count), NULL, "LIST",
-	  "only these users (names or uids, comma-separated) may attach; root always may" },
-	{ "allow_gids", "allow-gid", 0, SETTING_GIDS, 0, 0, 0, "any", F(allow_gids),
-	  F(allow_gid_count), NULL, "LIST",
-	  "also these groups (the peer's primary gid) may attach" },
-	{ "quota", "quota", 0, SETTING_SIZE, SETTING_NONE, 0, 0, "none", F(quota), 0, "256M",
-	  "SIZE", "event bytes the sessions of one uid may hold in DIR" },
-	{ "quota.", NULL, 0, SETTING_QUOTA_UID, SETTING_NONE, 0, 0, NULL, F(quotas), F(quota_count),
-	  "quota.UID = SIZE, UID a user name or uid, SIZE such as 1G or none", NULL, NULL },
-	{ "log_level", "verbose", 'v', SETTING_LEVEL, 0, 0, 0, "info", F(log_level), 0, NULL,
-	  "LEVEL", "log error, warning, info or debug lines and above; bare -v: one level more" },
-	{ "metrics_file", "metrics-file", 0, SETTING_PATH, SETTING_NONE | SETTING_RESTART, 0, 0,
-	  "none", F(metrics_file), 0, "a file path", "PATH",
-	  "write the daemon's counters to PATH" },
+	{ .key = "dir", .flag = "dir", .short_flag = 'd', .type = SETTING_PATH,
+	  .flags = SETTING_RESTART, .off = F(dir), .example = "the path of a directory",
+	  .arg = "DIR", .help = "segment directory (must exist and be writable)" },
+	{ .key = "socket", .flag = "socket", .short_flag = 's', .type = SETTING_PATH,
+	  .flags = SETTING_RESTART, .max = SUN_PATH_MAX, .def = XTC_DEFAULT_SOCKET, .off = F(socket),
+	  .arg = "PATH", .help = "attach socket" },
+	{ .key = "max_bytes", .flag = "max-bytes", .type = SETTING_SIZE, .def = "1G",
+	  .off = F(max_bytes), .example = "512M or 4G", .arg = "N",
+	  .help = "all segments together at most N bytes" },
+	{ .key = "segment_bytes", .flag = "segment-bytes", .type = SETTING_SIZE, .min = 64u << 10,
+	  .def = "64M", .off = F(segment_bytes), .example = "64M", .arg = "N",
+	  .help = "one segment at most N bytes" },
+	{ .key = "keep_free", .flag = "keep-free", .type = SETTING_SIZE, .def = "0",
+	  .off = F(keep_free), .example = "1G, or 0", .arg = "N",
+	  .help = "also keep N bytes of the filesystem free" },
+	{ .key = "drain_ms", .flag = "drain-ms", .type = SETTING_UINT, .min = 1, .max = 60000,
+	  .def = "20", .off = F(drain_ms), .example = "milliseconds", .arg = "N",
+	  .help = "drain every N ms, and on producer nudges" },
+	{ .key = "sync", .flag = "sync", .type = SETTING_SYNC, .min = 1, .max = 3600000,
+	  .def = "rotate", .off = F(sync), .off2 = F(sync_ms), .arg = "WHEN",
+	  .help = "fdatasync: never, rotate (each closed segment), or every N ms" },
+	{ .key = "pwrite", .flag = "pwrite", .type = SETTING_BOOL, .flags = SETTING_RESTART,
+	  .def = "no", .off = F(force_pwrite), .arg = "BOOL",
+	  .help = "write with pwrite(2) instead of io_uring" },
+	{ .key = "hello_timeout_ms", .flag = "hello-timeout-ms", .type = SETTING_UINT, .min = 1,
+	  .max = 600000, .def = "5000", .off = F(hello_timeout_ms), .example = "milliseconds",
+	  .arg = "N", .help = "drop a client that sends no hello in N ms" },
+	{ .key = "max_clients", .flag = "max-clients", .type = SETTING_UINT, .min = 1,
+	  .max = 1000000, .def = "4096", .off = F(max_clients), .arg = "N",
+	  .help = "at most N clients attached or connecting" },
+	{ .key = "max_sessions_per_uid", .flag = "max-sessions-per-uid", .type = SETTING_UINT,
+	  .flags = SETTING_AUTO, .min = 1, .max = 1000000, .def = "auto",
+	  .off = F(max_sessions_per_uid), .arg = "N",
+	  .help = "at most N sessions of one uid attached at once; auto: half of --max-clients" },
+	{ .key = "allow_uids", .flag = "allow-uid", .type = SETTING_UIDS, .def = "any",
+	  .off = F(allow_uids), .off2 = F(allow_uid_count), .arg = "LIST",
+	  .help = "only these users (names or uids, comma-separated) may attach; root always may" },
+	{ .key = "allow_gids", .flag = "allow-gid", .type = SETTING_GIDS, .def = "any",
+	  .off = F(allow_gids), .off2 = F(allow_gid_count), .arg = "LIST",
+	  .help = "also these groups (the peer's primary gid) may attach" },
+	{ .key = "quota", .flag = "quota", .type = SETTING_SIZE, .flags = SETTING_NONE,
+	  .def = "none", .off = F(quota), .example = "256M", .arg = "SIZE",
+	  .help = "event bytes the sessions of one uid may hold in DIR" },
+	{ .key = "quota.", .type = SETTING_QUOTA_UID, .flags = SETTING_NONE, .off = F(quotas),
+	  .off2 = F(quota_count),
+	  .example = "quota.UID = SIZE, UID a user name or uid, SIZE such as 1G or none" },
+	{ .key = "log_level", .flag = "verbose", .short_flag = 'v', .type = SETTING_LEVEL,
+	  .def = "info", .off = F(log_level), .arg = "LEVEL",
+	  .help = "log error, warning, info or debug lines and above; bare -v: one level more" },
+	{ .key = "metrics_file", .flag = "metrics-file", .type = SETTING_PROM,
+	  .flags = SETTING_NONE | SETTING_RESTART, .def = "none", .off = F(metrics_file),
+	  .arg = "PATH",
+	  .help = "rewrite PATH, in node-exporter's textfile directory, with the daemon's counters "
+	          "every 5~s" },
+	/* xtcd --ship's; the URL's flag is the argument after --ship */
+	{ .key = "ship", .type = SETTING_URL, .flags = SETTING_SHIP | SETTING_NONE, .def = "none",
+	  .off = F(ship_url),
+	  .example = "a ClickHouse HTTP URL such as http://clickhouse:8123/?database=xtc" },
+	{ .key = "ship_create", .flag = "ship-create", .type = SETTING_BOOL, .flags = SETTING_SHIP,
+	  .def = "no", .off = F(ship_create), .arg = "BOOL",
+	  .help = "create the tables events, sessions and drops first" },
+	{ .key = "ship_host", .flag = "ship-host", .type = SETTING_NAME,
+	  .flags = SETTING_SHIP | SETTING_NONE, .min = 1, .max = 63, .def = "none",
+	  .off = F(ship_host), .example = "a host name", .arg = "NAME",
+	  .help = "the host name shipped; none: the segments' own" },
+	{ .key = "ship_cursor", .flag = "ship-cursor", .type = SETTING_PATH,
+	  .flags = SETTING_SHIP | SETTING_NONE, .def = "none", .off = F(ship_cursor),
+	  .example = "a file path", .arg = "FILE",
+	  .help = "where the position ClickHouse acknowledged is kept; none: DIR/.xtcd-ship.cursor" },
+	{ .key = "ship_batch", .flag = "ship-batch", .type = SETTING_UINT, .flags = SETTING_SHIP,
+	  .min = 1, .max = 1000000, .def = "65536", .off = F(ship_batch), .example = "rows",
+	  .arg = "N", .help = "send when N rows wait" },
+	{ .key = "ship_batch_ms", .flag = "ship-batch-ms", .type = SETTING_UINT,
+	  .flags = SETTING_SHIP, .min = 1, .max = 600000, .def = "1000", .off = F(ship_batch_ms),
+	  .example = "milliseconds", .arg = "MS", .help = "... or when the oldest has waited MS ms" },
+	{ .key = "ship_metrics", .flag = "ship-metrics", .type = SETTING_PROM,
+	  .flags = SETTING_SHIP | SETTING_NONE, .def = "none", .off = F(ship_metrics),
+	  .arg = "FILE",
+	  .help = "the shipper's node-exporter textfile; none: xtcd-ship.prom next to "
+	          "metrics_file, if set" },
 };
 const size_t settings_count = sizeof settings_table / sizeof settings_table[0];
 
@@ -274,6 +316,44 @@ static int apply_path(const struct setting *s, const char *v, struct config *c, 
 	return 0;
 }
 
+/* A path node-exporter's textfile collector reads: it ignores every
+ * name but *.prom, so another would be written and never seen. */
+static int apply_prom(const struct setting *s, const char *v, struct config *c, char *why,
+                      size_t len)
+{
+	size_t n = strlen(v);
+
+	if (!((s->flags & SETTING_NONE) && strcmp(v, "none") == 0) &&
+	    (n < 6 || strcmp(v + n - 5, ".prom") != 0 || v[n - 6] == '/'))
+		return -1;
+	return apply_path(s, v, c, why, len);
+}
+
+/* A string kept as given: a URL, or a name of min..max bytes. */
+static int apply_text(const struct setting *s, const char *v, struct config *c)
+{
+	char **field = FIELD(c, s->off, char *), *p;
+	size_t n = strlen(v);
+
+	if ((s->flags & SETTING_NONE) && strcmp(v, "none") == 0) {
+		free(*field);
+		*field = NULL;
+		return 0;
+	}
+	if (s->type == SETTING_URL && strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+		return -1;
+	if (s->type == SETTING_NAME && (n < s->min || n > s->max || strpbrk(v, " \t\"'\\") != NULL))
+		return -1;
+	if (s->type == SETTING_URL && (n <= 8 || strpbrk(v, " \t") != NULL))
+		return -1;
+	p = strdup(v);
+	if (p == NULL)
+		return -1;
+	free(*field);
+	*field = p;
+	return 0;
+}
+
 static int apply_size(const struct setting *s, const char *v, struct config *c)
 {
 	uint64_t *field = FIELD(c, s->off, uint64_t), size;
@@ -385,6 +465,9 @@ int settings_apply(const struct setting *s, const char *name, const char *value,
 	case SETTING_UIDS:
 	case SETTING_GIDS:  r = apply_ids(s, value, c, detail, sizeof detail); break;
 	case SETTING_LEVEL: r = apply_level(s, value, c); break;
+	case SETTING_PROM:  r = apply_prom(s, value, c, detail, sizeof detail); break;
+	case SETTING_URL:
+	case SETTING_NAME:  r = apply_text(s, value, c); break;
 	case SETTING_QUOTA_UID:
 		r = apply_quota_uid(s, name, value, c, detail, sizeof detail);
 		if (r == -2) {
@@ -444,6 +527,16 @@ const char *settings_form(const struct setting *s, char *buf, size_t len)
 	case SETTING_LEVEL:
 		snprintf(buf, len, "error, warning, info or debug");
 		break;
+	case SETTING_URL:
+		snprintf(buf, len, "%s", s->example);
+		break;
+	case SETTING_NAME:
+		snprintf(buf, len, "%s of %llu to %llu bytes without blanks or quotes", s->example,
+		         (unsigned long long)s->min, (unsigned long long)s->max);
+		break;
+	case SETTING_PROM:
+		snprintf(buf, len, "a file name ending in .prom");
+		break;
 	case SETTING_QUOTA_UID:
 		snprintf(buf, len, "%s", s->example);
 		return buf;
@@ -482,6 +575,9 @@ const char *settings_format(const struct setting *s, const struct config *c, cha
 
 	switch (s->type) {
 	case SETTING_PATH:
+	case SETTING_PROM:
+	case SETTING_URL:
+	case SETTING_NAME:
 		p = *FIELD(c, s->off, const char *);
 		snprintf(buf, len, "%s", p != NULL ? p : "none");
 		break;
@@ -582,6 +678,9 @@ void settings_free(struct config *c)
 
 		switch (s->type) {
 		case SETTING_PATH:
+		case SETTING_PROM:
+		case SETTING_URL:
+		case SETTING_NAME:
 		case SETTING_UIDS:
 		case SETTING_GIDS:
 		case SETTING_QUOTA_UID:
@@ -594,9 +693,16 @@ void settings_free(struct config *c)
 	}
 }
 
+/* Whether the field is a string the table owns. */
+static int setting_is_text(const struct setting *s)
+{
+	return s->type == SETTING_PATH || s->type == SETTING_PROM || s->type == SETTING_URL ||
+	       s->type == SETTING_NAME;
+}
+
 void settings_keep(const struct setting *s, struct config *old, struct config *next)
 {
-	size_t size = s->type == SETTING_PATH ? sizeof(char *) : sizeof(int);
+	size_t size = setting_is_text(s) ? sizeof(char *) : sizeof(int);
 	char tmp[sizeof(char *) > sizeof(int) ? sizeof(char *) : sizeof(int)];
 
 	memcpy(tmp, (char *)old + s->off, size);
@@ -809,14 +915,14 @@ static void help_tail(const struct setting *s, char *buf, size_t len)
 	}
 }
 
-void settings_help(FILE *f)
+void settings_help(FILE *f, int ship)
 {
 	for (size_t i = 0; i < settings_count; i++) {
 		const struct setting *s = &settings_table[i];
 		char head[64], tail[96], text[400];
 		int n;
 
-		if (s->flag == NULL)
+		if (s->flag == NULL || !(s->flags & SETTING_SHIP) != !ship)
 			continue;
 		if (s->short_flag != 0)
 			n = snprintf(head, sizeof head, "  -%c, --%s", s->short_flag, s->flag);

@@ -26,12 +26,16 @@ enum setting_type {
 	SETTING_GIDS,       /* group names or gids, comma-separated, or any */
 	SETTING_LEVEL,      /* a log level: error, warning, info, debug */
 	SETTING_QUOTA_UID,  /* the quota.UID keys: a size or none for one uid */
+	SETTING_URL,        /* an http:// or https:// URL */
+	SETTING_NAME,       /* a word of 1..max bytes, no blanks */
+	SETTING_PROM,       /* a path ending in .prom (node-exporter reads only those) */
 };
 
 /* Row flags. */
 #define SETTING_RESTART 0x1u  /* SIGHUP keeps the value in force: needs a restart */
 #define SETTING_NONE    0x2u  /* "none" is a value too (NULL, or CONF_NO_QUOTA) */
 #define SETTING_AUTO    0x4u  /* "auto" is a value too (stored as 0) */
+#define SETTING_SHIP    0x8u  /* read by xtcd --ship only; the daemon ignores it */
 
 struct setting {
 	const char *key;        /* in xtcd.conf; "quota." for the quota.UID keys */
@@ -119,8 +123,9 @@ const char *settings_flag_said(const struct setting *s, const char *value, char 
  * NULL. */
 const char *settings_suggest_flag(const char *name);
 
-/* Print the daemon options of --help, from the table. */
-void settings_help(FILE *f);
+/* Print the options of --help, from the table: the daemon's rows, or
+ * (ship) the SETTING_SHIP ones. */
+void settings_help(FILE *f, int ship);
 
 /* "64M" -> 67108864.  K, M, G, T suffixes are powers of 1024, an optional
  * B or iB after them.  0, or -EINVAL. */

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/common/clock.h"
@@ -64,6 +65,7 @@ struct wbuf {
 	size_t    ncommits, commit_cap;
 	uint64_t  records;
 	size_t    begun;      /* where the block being built is: build_at(len) */
+	uint64_t  submit_ns;  /* when its write was handed to the kernel */
 	int       packed;     /* ... or len itself (store_block_begin_bytes) */
 };
 
@@ -90,7 +92,42 @@ static struct {
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */
 	ev_timer  check_w;         /* store_check() once a second */
+	struct store_lat lat;      /* buffer write latency, for the metrics */
 } st = { .dirfd = -1, .uring_efd = -1 };
+
+/* Upper bounds (seconds) of the write latency buckets; the last is +Inf. */
+const double store_lat_bounds[STORE_LAT_BUCKETS] = {
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+	1e300,
+};
+
+static uint64_t lat_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A buffer's write finished: count how long the kernel took. */
+static void lat_observe(const struct wbuf *b)
+{
+	double s = (double)(lat_now_ns() - b->submit_ns) / 1e9;
+	size_t i = 0;
+
+	while (i + 1 < STORE_LAT_BUCKETS && s > store_lat_bounds[i])
+		i++;
+	st.lat.count[i]++;
+	st.lat.n++;
+	st.lat.sum_s += s;
+}
+
+void store_write_latency(struct store_lat *out)
+{
+	*out = st.lat;
+}
+
+
 
 static void submit_next(void);
 static int  segment_open(uint64_t seq);
@@ -537,6 +574,7 @@ static void write_done(int res)
 		buf_done(b, 0);
 	} else {
 		st.last_errno = 0;
+		lat_observe(b);
 		buf_done(b, 1);
 	}
 	submit_next();
@@ -585,8 +623,10 @@ static void submit_next(void)
 			write_done(-err);
 			continue;
 		}
-		if (b->done == 0)
+		if (b->done == 0) {
 			b->off = b->file->end;
+			b->submit_ns = lat_now_ns();
+		}
 		if (st.use_uring) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&st.ring);
 

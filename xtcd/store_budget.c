@@ -64,6 +64,7 @@ static struct {
 	size_t    evict_nsessions;
 	int       evict_pending;
 	struct uid_tab uids;       /* EVENTS bytes by uid, attributed segments */
+	struct store_evictions evicted; /* since start, for the metrics */
 } st;
 
 uint64_t store_bytes_used(void)
@@ -111,6 +112,11 @@ uint64_t store_disk_bytes(void)
 	for (size_t i = 0; i < st.ndisk; i++)
 		n += have && st.disk[i].seq == cur ? reserved : st.disk[i].bytes;
 	return n;
+}
+
+void store_evictions(struct store_evictions *out)
+{
+	*out = st.evicted;
 }
 
 uint64_t store_segments(void)
@@ -339,6 +345,9 @@ int store_evict_oldest(const char *why)
 	st.evict_bytes += d.bytes;
 	st.evict_records += ec.records;
 	st.evict_pending = 1;
+	st.evicted.segments++;
+	st.evicted.bytes += d.bytes;
+	st.evicted.records += ec.records;
 	xlog("deleted %s (%llu bytes, %llu records) %s", path, (unsigned long long)d.bytes,
 	     (unsigned long long)ec.records, why);
 	return 0;

@@ -17,6 +17,8 @@
  *   log.c      the log: levels, whole lines on stderr
  *   status.c   live status: sd_notify, the watchdog, STATUS_REQ answers
  *   status_client.c  xtcd --status: ask the daemon and print
+ *   metrics.c  the Prometheus textfile for node-exporter
+ *   ship_opts.c  xtcd --ship: its settings into the shipper's (read/ship.c)
  */
 #ifndef XTCD_XTCD_H
 #define XTCD_XTCD_H
@@ -57,7 +59,15 @@ struct config {
 	size_t      quota_count;
 	int         log_level;     /* enum xlog_level */
 	unsigned    max_sessions_per_uid; /* 0: auto, see conf_max_sessions_per_uid */
-	const char *metrics_file;  /* NULL: none */
+	const char *metrics_file;  /* node-exporter textfile (metrics.c); NULL: none */
+	/* xtcd --ship's (ship_opts.c); the daemon ignores them */
+	const char *ship_url;      /* ClickHouse HTTP URL; NULL: none */
+	int         ship_create;   /* create the tables first */
+	const char *ship_host;     /* the host name shipped; NULL: the segments' own */
+	const char *ship_cursor;   /* NULL: DIR/.xtcd-ship.cursor */
+	unsigned    ship_batch;    /* send at this many rows ... */
+	unsigned    ship_batch_ms; /* ... or when the oldest is this old */
+	const char *ship_metrics;  /* NULL: xtcd-ship.prom next to metrics_file */
 };
 
 struct conf_quota {
@@ -134,6 +144,21 @@ uint64_t store_disk_bytes(void);
  * whether its new event blocks are refused. */
 uint64_t store_uid_bytes(uid_t uid);
 int  store_quota_blocked(uid_t uid);
+/* For the metrics (metrics.c): what the budget deleted since start, and
+ * how long each buffer write took, in buckets up to store_lat_bounds[i]
+ * seconds (the last is +Inf). */
+struct store_evictions {
+	uint64_t segments, bytes, records;
+};
+void store_evictions(struct store_evictions *out);
+#define STORE_LAT_BUCKETS 14
+extern const double store_lat_bounds[STORE_LAT_BUCKETS];
+struct store_lat {
+	uint64_t count[STORE_LAT_BUCKETS];   /* per bucket, not cumulative */
+	uint64_t n;
+	double   sum_s;
+};
+void store_write_latency(struct store_lat *out);
 /* Apply changed budget and sync settings (SIGHUP). */
 void store_reconfigure(void);
 
@@ -159,6 +184,23 @@ struct session_totals {
 void   session_sample(void);
 size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max);
 void   session_totals(struct session_totals *t);
+/* The same counts per uid, over every session since start (live ones
+ * included), with the sessions attached: at most max uids, how many. */
+struct session_uid_totals {
+	uid_t    uid;
+	uint64_t sessions, produced, written, dropped, lost;
+};
+size_t session_uid_totals(struct session_uid_totals *out, size_t max);
+
+/* ship_opts.c: run xtcd --ship with the settings in c (the ship_* rows,
+ * dir, metrics_file); conf_path names the file in messages.  The exit
+ * code. */
+int  ship_run(const struct config *c, const char *conf_path);
+
+/* metrics.c: the node-exporter textfile (cfg.metrics_file), written
+ * every few seconds and at shutdown. */
+void metrics_start(struct ev_loop *loop);
+void metrics_stop(void);
 
 /* server.c */
 int  server_init(struct ev_loop *loop);

@@ -41,7 +41,6 @@
 #include <unistd.h>
 
 #include "xtcd/read/print.h"
-#include "lib/seg/segname.h"
 #include "lib/seg/segread.h"
 #include "lib/common/trace_enc.h"
 

@@ -18,8 +18,8 @@
  *     slices on a track never overlap;
  *   - an adapter's CB_BEGIN..CB_END is a complete slice "CB <watcher>"
  *     and its LOOP_WAIT..LOOP_WAKE a slice "wait", from the one record to
- *     the other (args.dur_ns its length, args.measured_ns the length
- *     the adapter measured, the END's detail: xtc_tail_ev(3)); an END
+ *     the other (args.dur_ns its length, args.detail_ns the length the
+ *     adapter measured, the END's detail: xtc_tail_ev(3)); an END
  *     whose BEGIN is not in the export (lost, evicted, filtered) begins
  *     its detail before it;
  *   - every other kind is a thread-scoped instant ("i") named after its
@@ -582,10 +582,13 @@ static uint32_t adapter_begin_kind(uint32_t end_kind)
 
 /* Where a slice opened now at depth d may begin, at the earliest: after
  * every slice written on the track (they are all before it or inside an
- * ancestor's earlier child) and not before its parent. */
+ * ancestor's earlier child) and not before its parent; at the top, inside
+ * the RUN open on the track or after the last one. */
 static uint64_t adapter_floor(const struct track *t, unsigned d)
 {
-	return max_u64(t->aend, d ? t->abeg[d - 1] : 0);
+	if (d)
+		return max_u64(t->aend, t->abeg[d - 1]);
+	return max_u64(t->aend, t->open ? t->run_real : t->free_at);
 }
 
 /* CB_BEGIN or LOOP_WAIT: an adapter slice opens at the record. */
@@ -647,7 +650,7 @@ static void adapter_slice(struct chrome *c, struct track *t, const struct segrea
 	c->slices++;
 	ev_begin(c, name, (size_t)len, 'X');
 	fprintf(c->x->out, ",\"cat\":\"loop\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-	        ",\"args\":{\"dur_ns\":%" PRIu64 ",\"measured_ns\":%" PRIu64 "}}", ts, dur, t->pid,
+	        ",\"args\":{\"dur_ns\":%" PRIu64 ",\"detail_ns\":%" PRIu64 "}}", ts, dur, t->pid,
 	        t->tid, to - from, r->detail);
 }
 
@@ -735,9 +738,9 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 {
 	const struct xtc_seg_drop *d = &it->u.drop;
 	uint32_t pid = item_pid(c, d->session_id, it->session);
-	/* ring 0xFFFFFFFF: a thread that found no free ring; no track */
+	/* XTC_SEG_RING_NONE: a thread that found no free ring; no track */
 	uint32_t tid = d->loop_id != LOOP_NONE ? d->loop_id
-	             : d->ring != UINT32_MAX ? TID_NO_LOOP + d->ring : pid;
+	             : d->ring != XTC_SEG_RING_NONE ? TID_NO_LOOP + d->ring : pid;
 	struct track *t = track_find(c, d->session_id, tid);
 	char name[96], cbuf[24];
 	const char *cause;
@@ -757,8 +760,8 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 	snprintf(name, sizeof(name), "DROP %" PRIu64 " records (%s)", d->count, cause);
 	marker_begin(c, name, it->real_ns, pid, tid);
 	fprintf(c->x->out, ",\"args\":{\"count\":%" PRIu64 ",\"cause\":\"%s\",\"ring\":%" PRIu32
-	        ",\"loop\":%" PRId64 ",\"window_us\":", d->count, cause, d->ring,
-	        d->loop_id == LOOP_NONE ? (int64_t)-1 : (int64_t)d->loop_id);
+	        ",\"loop\":%lld,\"window_us\":", d->count, cause, d->ring,
+	        print_loop_json(d->loop_id));
 	put_us(c->x->out, win);
 	fputs("}}", c->x->out);
 }

@@ -64,6 +64,9 @@ int view_run(struct segread *r, const char *mode)
 
 	if (ret < 0 && segread_stats(r)->listed)
 		fprintf(stderr, "xtcd: reading %s failed: %s\n", dir, strerror(-ret));
+	else if (ret == -EACCES || ret == -EPERM)
+		fprintf(stderr, "xtcd: cannot read %s: %s: the segments are xtcd's own (mode 0600); "
+		        "run xtcd %s as root or as the user xtcd runs as\n", dir, strerror(-ret), mode);
 	else if (ret < 0)
 		fprintf(stderr, "xtcd: cannot read %s: %s: point %s at the directory xtcd writes "
 		        "its segments to\n", dir, strerror(-ret), mode);
