@@ -16,9 +16,12 @@
  *     DROP, or at the session's end or the end of the record, whichever
  *     comes first (args.ended_by says which, args.dur_ns how long), so
  *     slices on a track never overlap;
- *   - an adapter's CB_END is a complete slice "CB <watcher>" and its
- *     LOOP_WAKE a slice "wait", each ending at the record and as long as
- *     its detail says (xtc_tail_ev(3));
+ *   - an adapter's CB_BEGIN..CB_END is a complete slice "CB <watcher>"
+ *     and its LOOP_WAIT..LOOP_WAKE a slice "wait", from the one record to
+ *     the other (args.dur_ns its length, args.detail_ns the length the
+ *     adapter measured, the END's detail: xtc_tail_ev(3)); an END
+ *     whose BEGIN is not in the export (lost, evicted, filtered) begins
+ *     its detail before it;
  *   - every other kind is a thread-scoped instant ("i") named after its
  *     kind, args {pid, detail, raw};
  *   - DROP, CORRUPT and SESSION START/END are process-scoped instants with
@@ -43,6 +46,19 @@
  * 0.069999999992433563 here; args.dur_ns has the exact length.  (B/E
  * pairs would avoid the sum, but the DevTools engine matches every E to
  * the last B of any thread, so B/E on several tracks come apart there.)
+ * An adapter slice spans its two records, not its END's time less its
+ * detail: the detail is ticks the adapter converted with its own 2 ms
+ * calibration, the records' times are xtcd's conversion with a fresh
+ * anchor at each drain, and the two disagree by a few ppm and by the
+ * anchors' jitter (a 163 ms wait of nghttpd came out 1 us longer than its
+ * records, and began before the callback slice that ended just before its
+ * LOOP_WAIT).  Records of one ring have non-decreasing times, so slices
+ * spanning them nest; a track still never gets a slice that crosses
+ * another when its records are not in time order (two rings for one
+ * loop, the conversion's jitter): a slice begins at or after the end of
+ * every slice written on the track before it opened and after its
+ * parent's beginning, and ends at or after everything written inside it.
+ *
  * ts count from an origin: the whole wall-clock second before the first
  * record, given in otherData.origin, so the fraction of a ts is the
  * wall-clock fraction.
@@ -80,6 +96,7 @@
 #define PID_RESTATED   1073741824u   /* pid base for a second session of one OS pid */
 #define TID_NO_LOOP    1000000u      /* tid base of a ring with no loop */
 #define LOOP_NONE      XTC_TAIL_LOOP_NONE
+#define ADAPT_DEPTH    8             /* adapter slices open at once on a loop */
 
 /* A session's process in the trace. */
 struct proc {
@@ -97,8 +114,14 @@ struct track {
 	uint64_t run_real;       /* since when (wall ns) */
 	uint64_t run_detail;     /* the RUN's wake-to-run latency */
 	uint64_t free_at;        /* where the last slice ended */
-	uint64_t adapter_end;    /* where the last adapter slice ended */
 	uint64_t last_real;      /* the last event on the track */
+	/* The adapter's CB_BEGIN / LOOP_WAIT records still open on the loop,
+	 * innermost last: a callback runs a nested ev_run of its own loop. */
+	uint32_t akind[ADAPT_DEPTH];
+	uint64_t abeg[ADAPT_DEPTH];  /* where each one's slice begins */
+	unsigned adepth;             /* open in akind/abeg */
+	unsigned adeep;              /* open past ADAPT_DEPTH, unkept */
+	uint64_t aend;               /* the latest end of an adapter slice here */
 };
 
 /* The verdict on a chain that never completed, found at one time. */
@@ -546,39 +569,89 @@ static const char *kind_cat(uint32_t kind)
 	}
 }
 
-/* An adapter's CB_END or LOOP_WAKE as a complete slice that ends at the
- * record and lasts its detail: "CB 1.io:22.cb4" or "wait".  The detail
- * is timed with the adapter's own clock reads, not the records', so a
- * wait can seem to begin a few ns before the callback before it ended:
- * such a slice begins where the last one on its track ended (or where
- * the open RUN began) instead, so that slices still nest; args.dur_ns is
- * what is drawn, args.detail_ns what was recorded. */
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* The BEGIN kind an adapter END closes. */
+static uint32_t adapter_begin_kind(uint32_t end_kind)
+{
+	return end_kind == XTC_TAIL_CB_END ? XTC_TAIL_CB_BEGIN : XTC_TAIL_LOOP_WAIT;
+}
+
+/* Where a slice opened now at depth d may begin, at the earliest: after
+ * every slice written on the track (they are all before it or inside an
+ * ancestor's earlier child) and not before its parent; at the top, inside
+ * the RUN open on the track or after the last one. */
+static uint64_t adapter_floor(const struct track *t, unsigned d)
+{
+	if (d)
+		return max_u64(t->aend, t->abeg[d - 1]);
+	return max_u64(t->aend, t->open ? t->run_real : t->free_at);
+}
+
+/* CB_BEGIN or LOOP_WAIT: an adapter slice opens at the record. */
+static void adapter_open(struct track *t, const struct segread_item *it)
+{
+	unsigned d = t->adepth;
+
+	if (d == ADAPT_DEPTH || t->adeep) {
+		t->adeep++;
+		return;
+	}
+	t->akind[d] = it->u.event.rec.kind;
+	t->abeg[d] = max_u64(it->real_ns, adapter_floor(t, d));
+	t->adepth = d + 1;
+}
+
+/* The beginning of the slice a CB_END or LOOP_WAKE closes: its open
+ * BEGIN's (records above it that never ended are forgotten), or, when
+ * none is open, its detail before it, not before the floor. */
+static uint64_t adapter_close_begin(struct track *t, const struct segread_item *it)
+{
+	const xtc_tail_rec_t *r = &it->u.event.rec;
+	uint32_t want = adapter_begin_kind(r->kind);
+	unsigned d = t->adepth;
+
+	if (t->adeep) {
+		t->adeep--;
+	} else {
+		while (d > 0 && t->akind[d - 1] != want)
+			d--;
+		if (d > 0) {
+			t->adepth = d - 1;
+			return t->abeg[d - 1];
+		}
+	}
+	/* at the open depth (ADAPT_DEPTH, under the last kept, past it) */
+	return max_u64(it->real_ns > r->detail ? it->real_ns - r->detail : 0,
+	               adapter_floor(t, t->adepth));
+}
+
+/* An adapter's CB_END or LOOP_WAKE as a complete slice from its BEGIN to
+ * the record: "CB 1.io:22.cb4" or "wait". */
 static void adapter_slice(struct chrome *c, struct track *t, const struct segread_item *it)
 {
 	const xtc_tail_rec_t *r = &it->u.event.rec;
-	uint64_t from = it->real_ns > r->detail ? it->real_ns - r->detail : 0;
-	uint64_t floor = t->open ? t->run_real : t->free_at;
-
-	if (floor < t->adapter_end)
-		floor = t->adapter_end;
-	if (from < floor)
-		from = floor < it->real_ns ? floor : it->real_ns;
-	t->adapter_end = it->real_ns;
+	uint64_t from = adapter_close_begin(t, it);
+	uint64_t to = max_u64(it->real_ns, max_u64(from, t->aend));
 	char name[96], w[64], ts[32], te[32], dur[40];
 	int len;
 
+	t->aend = to;
 	if (r->kind == XTC_TAIL_CB_END && print_watcher_pid(w, sizeof(w), r))
 		len = snprintf(name, sizeof(name), "CB %s", w);
 	else
 		len = snprintf(name, sizeof(name), "wait");
 	us_text(c, from, ts, sizeof(ts));
-	us_text(c, it->real_ns, te, sizeof(te));
+	us_text(c, to, te, sizeof(te));
 	dur_text(ts, te, dur, sizeof(dur));
 	c->slices++;
 	ev_begin(c, name, (size_t)len, 'X');
 	fprintf(c->x->out, ",\"cat\":\"loop\",\"ts\":%s,\"dur\":%s,\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
 	        ",\"args\":{\"dur_ns\":%" PRIu64 ",\"detail_ns\":%" PRIu64 "}}", ts, dur, t->pid,
-	        t->tid, it->real_ns - from, r->detail);
+	        t->tid, to - from, r->detail);
 }
 
 /* An event: a slice boundary, or an instant. */
@@ -613,6 +686,10 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
 	case XTC_TAIL_PARK_TASK:
 		if (c->vn)
 			verdict = verdict_find(c, it->u.event.session_id, r->pid, it->real_ns);
+		break;
+	case XTC_TAIL_CB_BEGIN:
+	case XTC_TAIL_LOOP_WAIT:
+		adapter_open(t, it);
 		break;
 	case XTC_TAIL_CB_END:
 	case XTC_TAIL_LOOP_WAKE:
@@ -671,8 +748,10 @@ static void chrome_drop(struct chrome *c, const struct segread_item *it)
 
 	if (!pid)
 		return;
-	if (t)
+	if (t) {
 		slice_close(c, t, t->last_real, "DROP", NULL);
+		t->adepth = t->adeep = 0;  /* an END after the loss pairs with nothing before */
+	}
 	if (it->session && d->to_ts_ns >= d->from_ts_ns && d->from_ts_ns)
 		win = d->to_ts_ns - d->from_ts_ns;
 	c->drops++;
