@@ -49,6 +49,7 @@
 #include "proto/xtc_attach.h"
 #include "lib/seg/seg.h"
 #include "xtcd/conf.h"
+#include "xtcd/log.h"
 #include "xtcd/xtcd.h"
 
 struct config cfg;
@@ -56,27 +57,6 @@ struct ev_loop *xtcd_loop;
 
 void session_init_clock(void);
 
-void xlog(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (getenv("DRAIN_BENCH_LOG") == NULL)
-		return;
-	va_start(ap, fmt);
-	fputs("xtcd: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/* conf.c parses sizes with main.c's parser; the bench configures none. */
-int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-
-	*out = strtoull(s, &end, 10);
-	return *end == '\0' ? 0 : -EINVAL;
-}
 
 const char *settings_text(void)
 {
@@ -323,6 +303,9 @@ int main(int argc, char **argv)
 	double c_first = 0, c_rest = 0, w_first = 0, w_rest = 0, s_rest = 0;
 	uint64_t bytes;
 	int memfd, peer;
+
+	/* xtcd's own lines only when asked: they would time the terminal */
+	xlog_set_level(getenv("DRAIN_BENCH_LOG") ? XLOG_DEBUG : XLOG_NONE);
 
 	parse(argc, argv);
 	if (opt.dir == NULL && (opt.dir = mkdtemp(tmp)) == NULL) {
