@@ -132,3 +132,12 @@ for _ in $(seq 1 500); do [ -S "$SOCK" ] && break; sleep 0.02; done
 stop_xtcd
 [ -s "$T/quiet.log" ] && fail "log_level = error printed info lines: $(head -n 3 "$T/quiet.log")"
 echo "ok: -v adds debug lines, the default has none, log_level = error prints no info line"
+
+# --- log_level = error still says what failed: a directory xtcd cannot use
+: >"$T/notadir"
+if "$XTCD" --dir "$T/notadir" --socket "$T/other.sock" --config "$T/quiet.conf" >"$T/err.log" 2>&1; then
+	fail "xtcd started with a regular file as --dir"
+fi
+grep -q "^xtcd: --dir $T/notadir: " "$T/err.log" ||
+	fail "log_level = error hid the error that stopped xtcd: $(cat "$T/err.log")"
+echo "ok: log_level = error keeps the line that says why xtcd could not start"

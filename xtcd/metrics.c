@@ -158,7 +158,7 @@ static void metrics_write(void)
 	}
 	free(buf);
 	if (ret < 0 && !m.failed)
-		xlog("cannot write the metrics file %s: %s (said once until it works again)",
+		xlog_error("cannot write the metrics file %s: %s (said once until it works again)",
 		     cfg.metrics_file, strerror(-ret));
 	m.failed = ret < 0;
 }

@@ -102,7 +102,7 @@ static void refuse(struct pending *p, int err, const char *why)
 	if (send(p->fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* the client is gone; the log line is what remains */
 	}
-	xlog("refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
+	xlog_warn("refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
 	drain_unread(p->fd);
 	pending_free(p);
 }
@@ -219,7 +219,7 @@ static void pending_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		refuse(p, p->refuse_err, p->refuse_why);
 		return;
 	}
-	xlog("pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
+	xlog_warn("pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
 	     (unsigned)p->cred.uid, cfg.hello_timeout_ms);
 	pending_free(p);
 }
@@ -280,7 +280,7 @@ static void listen_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* out of descriptors: stop accepting for a moment */
-			xlog("accept: %s; pausing new connections for 100 ms", strerror(errno));
+			xlog_warn("accept: %s; pausing new connections for 100 ms", strerror(errno));
 			ev_io_stop(loop, &srv.io);
 			ev_timer_set(&srv.retry, 0.1, 0);
 			ev_timer_start(loop, &srv.retry);
@@ -310,18 +310,18 @@ static int socket_from_systemd(void)
 	if (getsockopt(3, SOL_SOCKET, SO_DOMAIN, &domain, &ilen) < 0 ||
 	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &ilen) < 0 || domain != AF_UNIX ||
 	    type != SOCK_SEQPACKET) {
-		xlog("LISTEN_FDS: descriptor 3 is not a unix SOCK_SEQPACKET socket; the socket unit "
+		xlog_warn("LISTEN_FDS: descriptor 3 is not a unix SOCK_SEQPACKET socket; the socket unit "
 		     "needs ListenSequentialPacket=");
 		return -2;
 	}
 	if (n > 1)
-		xlog("LISTEN_FDS=%ld: listening on the first descriptor only", n);
+		xlog_warn("LISTEN_FDS=%ld: listening on the first descriptor only", n);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 	if (getsockname(3, (struct sockaddr *)&sa, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
 	    sa.sun_path[0] != '\0') {
 		snprintf(srv.path, sizeof srv.path, "%.*s", (int)sizeof sa.sun_path, sa.sun_path);
 		if (strcmp(srv.path, cfg.socket) != 0)
-			xlog("the socket systemd passed is %s, not %s", srv.path, cfg.socket);
+			xlog_warn("the socket systemd passed is %s, not %s", srv.path, cfg.socket);
 	}
 	return 3;
 }
@@ -333,7 +333,7 @@ static int bind_socket(void)
 	int fd;
 
 	if (strlen(cfg.socket) >= sizeof sa.sun_path) {
-		xlog("--socket %s: the path is longer than %zu bytes; choose a shorter one", cfg.socket,
+		xlog_error("--socket %s: the path is longer than %zu bytes; choose a shorter one", cfg.socket,
 		     sizeof sa.sun_path - 1);
 		return -1;
 	}
@@ -342,7 +342,7 @@ static int bind_socket(void)
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-		xlog("--socket %s: another xtcd is listening there; stop it or choose another path",
+		xlog_error("--socket %s: another xtcd is listening there; stop it or choose another path",
 		     cfg.socket);
 		close(fd);
 		return -1;
@@ -351,7 +351,7 @@ static int bind_socket(void)
 	unlink(cfg.socket);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		xlog("--socket %s: cannot bind: %s; check that its directory exists and is writable",
+		xlog_error("--socket %s: cannot bind: %s; check that its directory exists and is writable",
 		     cfg.socket, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -377,7 +377,7 @@ int server_init(struct ev_loop *loop)
 	}
 	fcntl(srv.fd, F_SETFL, fcntl(srv.fd, F_GETFL) | O_NONBLOCK);
 	if (listen(srv.fd, 128) < 0) {
-		xlog("listen on %s: %s", cfg.socket, strerror(errno));
+		xlog_error("listen on %s: %s", cfg.socket, strerror(errno));
 		return -1;
 	}
 	ev_io_init(&srv.io, listen_cb, srv.fd, EV_READ);

@@ -167,7 +167,7 @@ static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, ui
 	sr->corrupt = 1;
 	s->lost += sr->last_head - sr->read; /* unread: gone with the ring */
 	sr->read = sr->last_head;
-	xlog("session %llu (pid %d): ring %u broke an invariant (%s: head %llu, tail %llu); "
+	xlog_warn("session %llu (pid %d): ring %u broke an invariant (%s: head %llu, tail %llu); "
 	     "no longer drained", (unsigned long long)s->id, (int)s->pid, i,
 	     segname_corrupt_reason_text(reason, why, sizeof why),
 	     (unsigned long long)head, (unsigned long long)tail);
@@ -428,7 +428,7 @@ static void session_drain(struct session *s)
 		return;
 	if (!shm_check_intact((const struct xtc_shm_hdr *)s->map, &s->hdr)) {
 		s->header_changed = 1;
-		xlog("session %llu (pid %d): the producer rewrote its segment header; ending the session",
+		xlog_warn("session %llu (pid %d): the producer rewrote its segment header; ending the session",
 		     (unsigned long long)s->id, (int)s->pid);
 		return;
 	}
@@ -522,7 +522,7 @@ static int session_try_end(struct session *s)
 	session_ended.lost += s->lost;
 	uid_ended(s, produced);
 	if (produced != s->written + s->dropped + s->lost)
-		xlog("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
+		xlog_error("session %llu: accounting mismatch: produced %llu != written %llu + dropped %llu + lost %llu",
 		     (unsigned long long)s->id, (unsigned long long)produced,
 		     (unsigned long long)s->written, (unsigned long long)s->dropped,
 		     (unsigned long long)s->lost);
@@ -661,7 +661,7 @@ static void session_start_block(struct session *s, uint16_t flags)
 	for (int tries = 0; b == NULL && tries < NBUF_WAIT && store_wait_write() == 0; tries++)
 		b = store_block_begin((uint32_t)sizeof *b + slen);
 	if (b == NULL) {
-		xlog("session %llu: no buffer for its start record", (unsigned long long)s->id);
+		xlog_error("session %llu: no buffer for its start record", (unsigned long long)s->id);
 		return;
 	}
 	*b = s->start;
@@ -691,7 +691,7 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	} else if ((size_t)n >= sizeof *h && h->magic == XTC_ATTACH_MAGIC && h->type == XTC_MSG_GOODBYE) {
 		session_begin_close(s, XTC_END_DETACHED);
 	} else {
-		xlog("session %llu (pid %d): unexpected message of %zd bytes ignored",
+		xlog_warn("session %llu (pid %d): unexpected message of %zd bytes ignored",
 		     (unsigned long long)s->id, (int)s->pid, n);
 		return;
 	}
@@ -722,7 +722,7 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 	sr->start_dropped = sr->last_dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 	*before += sr->start_dropped;
 	if (shm_check_adopt(head, tail) < 0) {
-		xlog("pid %d: ring %u has its tail (%llu) ahead of its head (%llu); not drained",
+		xlog_warn("pid %d: ring %u has its tail (%llu) ahead of its head (%llu); not drained",
 		     (int)s->pid, i, (unsigned long long)tail, (unsigned long long)head);
 		sr->corrupt = 1;
 		return -1;

@@ -85,7 +85,7 @@ static void notify_open(void)
 		return;
 	len = strlen(path);
 	if (len >= sizeof sts.notify_sa.sun_path) {
-		xlog("NOTIFY_SOCKET is longer than a socket path can be; not notifying systemd");
+		xlog_warn("NOTIFY_SOCKET is longer than a socket path can be; not notifying systemd");
 		return;
 	}
 	sts.notify_sa.sun_family = AF_UNIX;
@@ -95,7 +95,7 @@ static void notify_open(void)
 	sts.notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
 	sts.notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (sts.notify_fd < 0)
-		xlog("NOTIFY_SOCKET: cannot make a socket: %s", strerror(errno));
+		xlog_warn("NOTIFY_SOCKET: cannot make a socket: %s", strerror(errno));
 }
 
 void status_notify(const char *msg)
@@ -108,7 +108,7 @@ void status_notify(const char *msg)
 		return;
 	if (sendto(sts.notify_fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sts.notify_sa,
 	           sts.notify_len) < 0 && !complained) {
-		xlog("sd_notify to %s: %s", getenv("NOTIFY_SOCKET"), strerror(errno));
+		xlog_warn("sd_notify to %s: %s", getenv("NOTIFY_SOCKET"), strerror(errno));
 		complained = 1;
 	}
 }
@@ -152,7 +152,7 @@ static uint64_t watchdog_usec(void)
 	errno = 0;
 	v = strtoull(usec, &end, 10);
 	if (errno != 0 || *end != '\0' || v == 0) {
-		xlog("WATCHDOG_USEC=%s is not a number of microseconds; no watchdog keep-alives", usec);
+		xlog_warn("WATCHDOG_USEC=%s is not a number of microseconds; no watchdog keep-alives", usec);
 		return 0;
 	}
 	return v;
@@ -259,7 +259,7 @@ static void conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct status_conn *c = w->data;
 
 	(void)loop; (void)revents;
-	xlog("a status client read only %zu of %zu messages in %.0f s; closed", c->sent, c->count,
+	xlog_warn("a status client read only %zu of %zu messages in %.0f s; closed", c->sent, c->count,
 	     STATUS_TIMEOUT);
 	conn_free(c);
 }
@@ -342,7 +342,7 @@ void status_serve(int fd, uid_t uid)
 	struct status_conn *c;
 
 	if ((c = slot_to_take(uid)) != NULL) {
-		xlog("a status client (uid %u) read %zu of %zu messages and nothing for %.1f s; closed "
+		xlog_warn("a status client (uid %u) read %zu of %zu messages and nothing for %.1f s; closed "
 		     "for a new request", (unsigned)c->uid, c->sent, c->count,
 		     (double)(mono_ns() - c->read_at) / 1e9);
 		conn_free(c);

@@ -148,7 +148,7 @@ void store_session_id_floor(uint64_t next)
 	/* Only a crafted file names ids this high (no xtcd hands out 2^62):
 	 * going on from one would wrap the ids onto those of older sessions. */
 	if (next > (UINT64_MAX >> 2)) {
-		xlog("a segment in --dir names session id %llu, beyond any xtcd hands out; "
+		xlog_warn("a segment in --dir names session id %llu, beyond any xtcd hands out; "
 		     "ignored (new sessions are numbered from %llu)", (unsigned long long)next,
 		     (unsigned long long)st.next_session_id);
 		return;
@@ -324,9 +324,9 @@ static int segment_open(uint64_t seq)
 	if (fd < 0) {
 		f->err = errno;
 		if (!st.started)
-			xlog("cannot create %s: %s; check that --dir is writable", path, strerror(f->err));
+			xlog_error("cannot create %s: %s; check that --dir is writable", path, strerror(f->err));
 		else if (f->err != st.open_errno)
-			xlog("cannot create %s: %s; records are counted as lost until a segment can be "
+			xlog_error("cannot create %s: %s; records are counted as lost until a segment can be "
 			     "created (tried every second)", path, strerror(f->err));
 		st.open_errno = f->err;
 		return -f->err;
@@ -359,7 +359,7 @@ static uint64_t store_seq_free(uint64_t from)
 		seg_path(name, sizeof name, ".", seq);
 		if (fstatat(st.dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 			return seq; /* free (or the directory is gone: segment_open says) */
-		xlog("%s/%s exists but was not created by this xtcd: left alone, segment %llu skipped",
+		xlog_warn("%s/%s exists but was not created by this xtcd: left alone, segment %llu skipped",
 		     cfg.dir, name + 2, (unsigned long long)seq);
 	}
 	return UINT64_MAX;
@@ -379,7 +379,7 @@ static int segment_open_free(uint64_t seq)
 		seq++;
 	}
 	if (ret == -EEXIST)
-		xlog("no segment number left to create in %s (the names are taken); nothing is written "
+		xlog_error("no segment number left to create in %s (the names are taken); nothing is written "
 		     "until some are freed", cfg.dir);
 	return ret;
 }
@@ -447,7 +447,7 @@ static void store_check(void)
 		for (int i = 0; i < NBUF; i++)
 			free_bufs += st.bufs[i].state == BUF_FREE;
 		if (free_bufs >= 2 && fstat(st.dirfd, &sb) == 0 && sb.st_nlink == 0) {
-			xlog("--dir %s was removed under xtcd: moving to a new segment", cfg.dir);
+			xlog_warn("--dir %s was removed under xtcd: moving to a new segment", cfg.dir);
 			segment_rotate();
 		}
 		return;
@@ -570,7 +570,7 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 		struct commit *p = realloc(b->commits, cap * sizeof *p);
 
 		if (p == NULL) {
-			xlog("out of memory for a commit record");
+			xlog_error("out of memory for a commit record");
 			return;
 		}
 		b->commits = p;
@@ -639,12 +639,12 @@ static void write_done(int res)
 			return;
 		}
 		if (ftruncate(b->file->fd, b->file->end) < 0)
-			xlog("cannot cut segment %llu back after a failed write: %s",
+			xlog_error("cannot cut segment %llu back after a failed write: %s",
 			     (unsigned long long)b->file->seq, strerror(errno));
 		if (b->file->end == 0)
 			b->file->need_header = 1; /* it held the header: write it again first */
 		if (-res != st.last_errno)
-			xlog("writing segment %llu failed: %s; %llu records lost",
+			xlog_error("writing segment %llu failed: %s; %llu records lost",
 			     (unsigned long long)b->file->seq, strerror(-res),
 			     (unsigned long long)b->records);
 		st.last_errno = -res;
@@ -718,7 +718,7 @@ static void submit_next(void)
 				                    (unsigned)(b->len - b->done), b->off + (off_t)b->done);
 			if (io_uring_submit(&st.ring) >= 1)
 				return;
-			xlog("io_uring submit failed; falling back to pwrite");
+			xlog_warn("io_uring submit failed; falling back to pwrite");
 			st.use_uring = 0;
 		}
 		{
@@ -817,12 +817,12 @@ static void uring_init(void)
 	if (cfg.force_pwrite)
 		return;
 	if (io_uring_queue_init(16, &st.ring, 0) < 0) {
-		xlog("io_uring is unavailable here; writing with pwrite");
+		xlog_warn("io_uring is unavailable here; writing with pwrite");
 		return;
 	}
 	st.uring_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (st.uring_efd < 0 || io_uring_register_eventfd(&st.ring, st.uring_efd) < 0) {
-		xlog("io_uring eventfd registration failed; writing with pwrite");
+		xlog_warn("io_uring eventfd registration failed; writing with pwrite");
 		io_uring_queue_exit(&st.ring);
 		if (st.uring_efd >= 0)
 			close(st.uring_efd);
@@ -849,7 +849,7 @@ int store_init(struct ev_loop *loop)
 	st.next_session_id = 1;
 	st.dirfd = open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st.dirfd < 0) {
-		xlog("--dir %s: %s; create it or point --dir at a writable directory", cfg.dir,
+		xlog_error("--dir %s: %s; create it or point --dir at a writable directory", cfg.dir,
 		     strerror(errno));
 		return -1;
 	}

@@ -92,7 +92,7 @@ void store_disk_add(uint64_t seq, uint64_t bytes, int attributed)
 		struct ondisk *d = realloc(st.disk, cap * sizeof *d);
 
 		if (d == NULL) {
-			xlog("out of memory tracking segments");
+			xlog_error("out of memory tracking segments");
 			return;
 		}
 		st.disk = d;
@@ -166,7 +166,7 @@ void store_uid_charge(uint64_t seq, uid_t uid, uint64_t bytes, int sign)
 	seg = uid_slot(&d->uids, uid, 1);
 	all = uid_slot(&st.uids, uid, 1);
 	if (seg == NULL || all == NULL) {
-		xlog("out of memory counting the bytes of uid %u", (unsigned)uid);
+		xlog_error("out of memory counting the bytes of uid %u", (unsigned)uid);
 		return;
 	}
 	if (sign > 0) {
@@ -211,7 +211,7 @@ int store_quota_blocked(uid_t uid)
 	if (u != NULL && over != u->over) {
 		u->over = over;
 		if (over)
-			xlog("uid %u holds %llu bytes of events, its quota is %s: its new events are "
+			xlog_warn("uid %u holds %llu bytes of events, its quota is %s: its new events are "
 			     "dropped (cause quota) until old segments are deleted", (unsigned)uid,
 			     (unsigned long long)used, conf_size_text(quota, q, sizeof q));
 		else
@@ -349,7 +349,7 @@ int store_evict_oldest(const char *why)
 		close(fd);
 	}
 	if (unlinkat(store_dir_fd(), name, 0) < 0 && errno != ENOENT) {
-		xlog("cannot delete %s %s: %s", path, why, strerror(errno));
+		xlog_error("cannot delete %s %s: %s", path, why, strerror(errno));
 		return -1;
 	}
 	uid_release(&st.disk[0]);

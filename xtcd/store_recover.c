@@ -128,7 +128,7 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 	seg_path(name, sizeof name, ".", seq);
 	fd = openat(store_dir_fd(), name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
-		xlog("cannot open %s to recover it: %s", path, strerror(errno));
+		xlog_error("cannot open %s to recover it: %s", path, strerror(errno));
 		return 1;
 	}
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
@@ -139,7 +139,7 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 		if (scan.header_ok)
 			store_session_id_floor(scan.hdr.next_session_id);
 		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
-			xlog("%s: %lld bytes and no file header, left by an xtcd killed while creating "
+			xlog_warn("%s: %lld bytes and no file header, left by an xtcd killed while creating "
 			     "it; deleted", path, (long long)scan.file_size);
 			if (unlinkat(store_dir_fd(), name, 0) == 0)
 				store_disk_forget(seq);
@@ -148,13 +148,13 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
 			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
 			if (ftruncate(fd, scan.valid_end) < 0)
-				xlog("cannot cut %s: %s", path, strerror(errno));
+				xlog_error("cannot cut %s: %s", path, strerror(errno));
 			store_disk_set_bytes(seq, (uint64_t)scan.valid_end);
 		} else if (!scan.header_ok) {
-			xlog("%s: not a segment (bad header); left as it is", path);
+			xlog_warn("%s: not a segment (bad header); left as it is", path);
 		}
 		if (!(scan.clean_end && r->shutdown_end) && scan.header_ok)
-			xlog("%s: the previous xtcd did not shut down cleanly", path);
+			xlog_warn("%s: the previous xtcd did not shut down cleanly", path);
 		/* Every session ended before a shutdown's SEGMENT_END; one
 		 * written at a rotation whose next segment never came says
 		 * nothing about them. */
@@ -183,7 +183,7 @@ static uint64_t recover(struct store_recovery *r)
 
 		seg_path(name, sizeof name, ".", seqs[i]);
 		if (seqs[i] > STORE_SEQ_MAX) {
-			xlog("%s/%s: a segment number too large to go on from (no xtcd gets there); "
+			xlog_warn("%s/%s: a segment number too large to go on from (no xtcd gets there); "
 			     "ignored, and left as it is", cfg.dir, name + 2);
 			continue;
 		}
@@ -231,7 +231,7 @@ uint64_t store_recover(struct store_recovery **rp)
 
 	*rp = r;
 	if (r == NULL) {
-		xlog("out of memory recovering the segments");
+		xlog_error("out of memory recovering the segments");
 		return 1;
 	}
 	return recover(r);

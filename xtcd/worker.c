@@ -57,7 +57,7 @@ static struct {
 static void sync_close(int fd, uint64_t seq)
 {
 	if (fdatasync(fd) < 0)
-		xlog("fdatasync of segment %llu failed: %s", (unsigned long long)seq,
+		xlog_error("fdatasync of segment %llu failed: %s", (unsigned long long)seq,
 		     strerror(errno));
 	close(fd);
 }
@@ -121,7 +121,7 @@ int worker_start(void)
 	err = pthread_create(&wk.th, NULL, worker_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err != 0) {
-		xlog("cannot start the worker thread (%s): segments are synced on the event loop",
+		xlog_warn("cannot start the worker thread (%s): segments are synced on the event loop",
 		     strerror(err));
 		return -err;
 	}
@@ -172,7 +172,7 @@ void worker_sync(int fd, uint64_t seq)
 	if (busy)
 		return;
 	if ((j.fd = dup(fd)) < 0) {
-		xlog("cannot sync segment %llu: dup: %s", (unsigned long long)seq, strerror(errno));
+		xlog_error("cannot sync segment %llu: dup: %s", (unsigned long long)seq, strerror(errno));
 		return;
 	}
 	if (enqueue(&j) < 0)
