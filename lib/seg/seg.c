@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -622,4 +623,33 @@ int seg_dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *fi
 	}
 	free(seqs);
 	return 0;
+}
+
+int seg_oldest_above(const char *dir, uint64_t seq, uint64_t *out)
+{
+	uint64_t *seqs;
+	size_t n;
+	int ret = seg_list(dir, &seqs, &n);
+
+	*out = 0;
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		if (seqs[i] > seq && seqs[i] <= SEG_SEQ_MAX) {
+			*out = seqs[i];
+			break;
+		}
+	}
+	free(seqs);
+	return 0;
+}
+
+int seg_begun(const char *dir, uint64_t seq)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (seg_path(path, sizeof(path), dir, seq) >= (int)sizeof(path))
+		return 0;
+	return stat(path, &st) == 0 && st.st_size >= (off_t)sizeof(struct xtc_seg_file_hdr);
 }

@@ -121,6 +121,13 @@ int seg_list(const char *dir, uint64_t **out, size_t *n);
  * from it would wrap the numbers onto the oldest segments. */
 #define SEG_SEQ_MAX (UINT64_MAX >> 1)
 
+/* The oldest segment of dir numbered above seq (and at most SEG_SEQ_MAX),
+ * or 0 when there is none, in *out.  Returns 0 or -errno. */
+int seg_oldest_above(const char *dir, uint64_t seq, uint64_t *out);
+
+/* Whether segment seq of dir exists with at least its file header. */
+int seg_begun(const char *dir, uint64_t seq);
+
 /* How many segments dir holds, their bytes, and the first and last
  * segment numbers (all 0 when there is none).  Returns 0 or -errno. */
 int seg_dir_usage(const char *dir, uint64_t *segs, uint64_t *bytes, uint64_t *first,

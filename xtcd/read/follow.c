@@ -219,37 +219,6 @@ static void follow_problem_cb(const struct segread_problem *p, void *user)
 
 /* ---- the segments in DIR ---- */
 
-/* The oldest segment above seq, or 0 when there is none.  0 or -errno. */
-static int oldest_above(struct follow *fw, uint64_t seq, uint64_t *out)
-{
-	uint64_t *seqs;
-	size_t n;
-	int ret = seg_list(fw->dir_path, &seqs, &n);
-
-	*out = 0;
-	if (ret < 0)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		if (seqs[i] > seq && seqs[i] <= SEG_SEQ_MAX) {
-			*out = seqs[i];
-			break;
-		}
-	}
-	free(seqs);
-	return 0;
-}
-
-/* Whether segment seq exists with at least its file header written. */
-static int segment_begun(struct follow *fw, uint64_t seq)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (seg_path(path, sizeof(path), fw->dir_path, seq) >= (int)sizeof(path))
-		return 0;
-	return stat(path, &st) == 0 && st.st_size >= FILE_HDR;
-}
-
 /* Whether a segment newer than the current one has its header on disk,
  * and which (*next): the next number, or, when something that is not a
  * segment sits under that name (a FIFO or device someone put there,
@@ -260,12 +229,13 @@ static int newer_begun(struct follow *fw, uint64_t *next)
 	struct stat st;
 
 	*next = fw->seq + 1;
-	if (segment_begun(fw, *next))
+	if (seg_begun(fw->dir_path, *next))
 		return 1;
 	if (seg_path(path, sizeof(path), fw->dir_path, *next) >= (int)sizeof(path) ||
 	    stat(path, &st) < 0 || S_ISREG(st.st_mode))
 		return 0;
-	return oldest_above(fw, fw->seq, next) == 0 && *next && segment_begun(fw, *next);
+	return seg_oldest_above(fw->dir_path, fw->seq, next) == 0 && *next &&
+	       seg_begun(fw->dir_path, *next);
 }
 
 /* Start reading segment seq at its beginning. */
@@ -342,7 +312,7 @@ static void note_waiting(struct follow *fw)
 static int on_vanished(struct follow *fw)
 {
 	uint64_t next;
-	int ret = oldest_above(fw, fw->seq, &next);
+	int ret = seg_oldest_above(fw->dir_path, fw->seq, &next);
 
 	if (ret < 0)
 		return ret;
@@ -390,11 +360,11 @@ static int advance(struct follow *fw)
 	uint64_t next;
 	int ret;
 
-	if (fw->next_seq && segment_begun(fw, fw->next_seq)) {
+	if (fw->next_seq && seg_begun(fw->dir_path, fw->next_seq)) {
 		go_to(fw, fw->next_seq);
 		return 1;
 	}
-	if ((ret = oldest_above(fw, fw->seq, &next)) < 0)
+	if ((ret = seg_oldest_above(fw->dir_path, fw->seq, &next)) < 0)
 		return ret;
 	if (!next)
 		return 0;
@@ -416,7 +386,7 @@ static int follow_step(struct follow *fw)
 	int ret;
 
 	if (!fw->have_seq) {
-		if ((ret = oldest_above(fw, fw->floor, &first)) < 0)
+		if ((ret = seg_oldest_above(fw->dir_path, fw->floor, &first)) < 0)
 			return ret;
 		if (!first) {
 			note_waiting(fw);

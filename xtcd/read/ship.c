@@ -248,37 +248,6 @@ static int cursor_moved(const struct ship *s, const struct cursor *c)
 
 /* ---- segments in DIR ---- */
 
-/* The oldest segment above seq, or 0.  0 or -errno. */
-static int oldest_above(struct ship *s, uint64_t seq, uint64_t *out)
-{
-	uint64_t *seqs;
-	size_t n;
-	int ret = seg_list(s->dir, &seqs, &n);
-
-	*out = 0;
-	if (ret < 0)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		if (seqs[i] > seq) {
-			*out = seqs[i];
-			break;
-		}
-	}
-	free(seqs);
-	return 0;
-}
-
-/* Whether segment seq exists with at least its file header. */
-static int segment_begun(struct ship *s, uint64_t seq)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (seg_path(path, sizeof(path), s->dir, seq) >= (int)sizeof(path))
-		return 0;
-	return stat(path, &st) == 0 && st.st_size >= FILE_HDR;
-}
-
 /* Bytes on disk not yet acknowledged: the cursor's segment from the
  * cursor on, and every segment after it. */
 static uint64_t lag_bytes(struct ship *s)
@@ -419,7 +388,7 @@ static void ship_problem_cb(const struct segread_problem *p, void *user)
 static int on_vanished(struct ship *s)
 {
 	uint64_t next;
-	int ret = oldest_above(s, s->seq, &next);
+	int ret = seg_oldest_above(s->dir, s->seq, &next);
 
 	if (ret < 0)
 		return ret;
@@ -440,11 +409,11 @@ static int advance(struct ship *s)
 	uint64_t next;
 	int ret;
 
-	if (s->next_seq && segment_begun(s, s->next_seq)) {
+	if (s->next_seq && seg_begun(s->dir, s->next_seq)) {
 		go_to(s, s->next_seq);
 		return 1;
 	}
-	if ((ret = oldest_above(s, s->seq, &next)) < 0)
+	if ((ret = seg_oldest_above(s->dir, s->seq, &next)) < 0)
 		return ret;
 	if (!next)
 		return 0;
@@ -480,7 +449,7 @@ static int ship_step(struct ship *s)
 	int ret;
 
 	if (!s->have_seq) {
-		if ((ret = oldest_above(s, s->floor, &first)) < 0)
+		if ((ret = seg_oldest_above(s->dir, s->floor, &first)) < 0)
 			return ret;
 		if (!first)
 			return 0;
@@ -501,7 +470,7 @@ static int ship_step(struct ship *s)
 		return advance(s);
 	/* Not finished: once a newer segment has begun, xtcd wrote all it had
 	 * for this one; read it a last time and go on. */
-	if (!segment_begun(s, s->seq + 1))
+	if (!seg_begun(s->dir, s->seq + 1))
 		return 0;
 	ret = read_segment(s, SEGREAD_TAIL_CORRUPT);
 	if (ret == -ENOENT)
