@@ -859,7 +859,8 @@ size_t session_uid_totals(struct session_uid_totals *out, size_t max)
 {
 	size_t n = ended_nuids < max ? ended_nuids : max;
 
-	memcpy(out, ended_uids, n * sizeof(*out));
+	if (n)  /* ended_uids is NULL before the first session ends */
+		memcpy(out, ended_uids, n * sizeof(*out));
 	for (struct session *s = sessions; s != NULL; s = s->next) {
 		struct session_uid_totals *t = uid_row(out, &n, max, s->uid);
 
