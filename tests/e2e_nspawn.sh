@@ -62,14 +62,18 @@ mirror() {
 	done
 	echo http://deb.debian.org/debian
 }
-if [ ! -x "$base/lib/systemd/systemd" ]; then
+# What the installed xtcd and its apps need at run time (libcurl4 for
+# --ship), beside systemd; a tree cached with another list is made anew.
+pkgs=systemd,systemd-sysv,dbus,libev4,liburing2,zlib1g,libprotobuf-c1,libcurl4,procps
+if [ ! -x "$base/lib/systemd/systemd" ] || [ "$(cat "$base/.xtc-packages" 2>/dev/null)" != "$pkgs" ]; then
 	m=$(mirror)
 	echo "debootstrap bookworm from $m into $base (once; reused by later runs)"
 	rm -rf "$base.new"
-	timeout 1200 debootstrap --variant=minbase \
-		--include=systemd,systemd-sysv,dbus,libev4,liburing2,zlib1g,libprotobuf-c1,procps \
+	timeout 1200 debootstrap --variant=minbase --include="$pkgs" \
 		bookworm "$base.new" "$m" >"$build/debootstrap.log" 2>&1 ||
 		fail "debootstrap failed (log: $build/debootstrap.log): $(tail -n 3 "$build/debootstrap.log")"
+	echo "$pkgs" >"$base.new/.xtc-packages"
+	rm -rf "$base"
 	mv "$base.new" "$base"
 fi
 
