@@ -417,12 +417,14 @@ static void segment_rotate(void)
 {
 	uint64_t next = store_seq_free(st.cur->seq + 1);
 
+	/* No waiting for the old segment's buffers here: writes go one at a
+	 * time, in order, so the new segment's header (in the buffer after
+	 * them) reaches the disk after all of them, which is what a reader
+	 * (xtcd --follow) relies on when a newer segment has begun.  Waiting
+	 * stopped every drain until the disk had taken a few MiB: under load,
+	 * long enough for a busy client's rotations to overflow the rings of
+	 * the others. */
 	segment_close(next == UINT64_MAX ? 0 : next);
-	/* Finish writing the old segment before the new one's header reaches
-	 * the disk: readers (xtcd --follow) rely on a newer segment meaning
-	 * that every older one is complete.  A few buffers, once a segment. */
-	while ((st.inflight != NULL || st.qlen > 0) && store_wait_write() == 0)
-		;
 	store_evict_for(cfg.segment_bytes);
 	if (segment_open_free(next) < 0)
 		return;
@@ -777,6 +779,20 @@ void store_flush(void)
 	submit_next();
 	if (st.starved && !st.use_uring && st.loop != NULL && !ev_is_active(&st.resume_w))
 		ev_idle_start(st.loop, &st.resume_w);
+}
+
+int store_seq_writing(uint64_t seq)
+{
+	for (int i = 0; i < NBUF; i++)
+		if (st.bufs[i].state != BUF_FREE && st.bufs[i].file != NULL && st.bufs[i].file->seq == seq)
+			return 1;
+	return 0;
+}
+
+void store_seq_finish(uint64_t seq)
+{
+	while (store_seq_writing(seq) && store_wait_write() == 0)
+		;
 }
 
 /* Block until the write in flight completes, so a buffer frees up: for

@@ -29,6 +29,10 @@
 int  store_current(uint64_t *seq, uint64_t *reserved);
 /* The segment directory, open (it follows a --dir replaced under us). */
 int  store_dir_fd(void);
+/* Whether buffers of segment seq are still to be written; and wait until
+ * none is (the event loop stops meanwhile: only for a rare case). */
+int  store_seq_writing(uint64_t seq);
+void store_seq_finish(uint64_t seq);
 /* Session ids from here on are at least `next` (what recovery found). */
 void store_session_id_floor(uint64_t next);
 
