@@ -102,7 +102,7 @@ static void refuse(struct pending *p, int err, const char *why)
 	if (send(p->fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* the client is gone; the log line is what remains */
 	}
-	xlog_warn("refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
+	xlog_uid(XLOG_WARNING, p->cred.uid, "refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
 	drain_unread(p->fd);
 	pending_free(p);
 }
@@ -219,7 +219,7 @@ static void pending_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		refuse(p, p->refuse_err, p->refuse_why);
 		return;
 	}
-	xlog_warn("pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
+	xlog_uid(XLOG_WARNING, p->cred.uid, "pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
 	     (unsigned)p->cred.uid, cfg.hello_timeout_ms);
 	pending_free(p);
 }
