@@ -36,6 +36,7 @@
  *   heads [MS [RINGS [CAP]]]  a session that writes no record but keeps its
  *                 heads a whole ring ahead of the tail, for MS ms
  *   churn [N]     N short sessions (default 10000), one after another
+ *   nudges [MS]   a session writing its nudge eventfd in a loop for MS ms
  *   statushog [N [MS]]  N status requests (default 16) never read, held MS ms
  */
 #ifdef HAVE_CONFIG_H
@@ -1097,6 +1098,33 @@ static int case_churn(int argc, char **argv)
 	return accepted == n ? EXIT_OK : EXIT_WRONG;
 }
 
+/* For argv[0] ms (default 3000): a session that writes no record but
+ * writes its nudge eventfd in a loop, as fast as it can: each write costs
+ * it a syscall; what it costs xtcd is for the caller to measure. */
+static int case_nudges(int argc, char **argv)
+{
+	unsigned ms = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 3000;
+	uint64_t t0, one = 1, n = 0;
+	struct seg sg;
+	struct answer a;
+	int fd;
+
+	seg_sealed(&sg);
+	fd = attach(&sg, &a);
+	if (a.kind != ANS_ACCEPT || a.nudge_fd < 0) {
+		answer_print(&a);
+		return EXIT_WRONG;
+	}
+	for (t0 = mono_ns(); mono_ns() - t0 < (uint64_t)ms * 1000000u;)
+		for (int i = 0; i < 64; i++)
+			n += write(a.nudge_fd, &one, sizeof one) == sizeof one;
+	send_goodbye(fd);
+	printf("session %" PRIu64 ": %" PRIu64 " nudges in %u ms; goodbye; %s\n", a.session_id, n, ms,
+	       wait_closed(fd, 30000) >= 0 ? "closed" : "not closed within 30 s");
+	seg_destroy(&sg);
+	return EXIT_OK;
+}
+
 /* argv[0] status requests (default 16) that never read the answer, held
  * argv[1] ms (default 5000). */
 static int case_statushog(int argc, char **argv)
@@ -1147,6 +1175,7 @@ static const struct {
 	{ "many", case_many },             { "flood", case_flood },
 	{ "farapart", case_farapart },     { "idle", case_idle },
 	{ "heads", case_heads },           { "churn", case_churn },
+	{ "nudges", case_nudges },
 	{ "statushog", case_statushog },
 };
 
