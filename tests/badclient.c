@@ -723,8 +723,9 @@ static int case_silent(int argc, char **argv)
 enum attack { ATTACK_NONE, ATTACK_JUMP, ATTACK_BACKWARDS, ATTACK_DROPBACK, ATTACK_REWRITE };
 
 /* Connect, send a correct hello for sg and read the answer.  Returns the
- * connection, accepted or not (a->kind says). */
-static int attach(struct seg *sg, struct answer *a)
+ * connection, accepted or not (a->kind says), and the nudge eventfd in
+ * a->nudge_fd when accepted. */
+static int attach_nudging(struct seg *sg, struct answer *a)
 {
 	struct xtc_msg_hello h;
 	int fd = conn_open_or_exit();
@@ -735,8 +736,17 @@ static int attach(struct seg *sg, struct answer *a)
 	conn_answer(fd, ANSWER_MS, a);
 	if (err < 0)
 		printf("sending the hello failed (%s), then: ", strerror(-err));
+	return fd;
+}
+
+/* The same, for a producer that never nudges: the nudge eventfd closed. */
+static int attach(struct seg *sg, struct answer *a)
+{
+	int fd = attach_nudging(sg, a);
+
 	if (a->nudge_fd >= 0)
-		close(a->nudge_fd); /* a producer that never nudges */
+		close(a->nudge_fd);
+	a->nudge_fd = -1;
 	return fd;
 }
 
@@ -1110,7 +1120,7 @@ static int case_nudges(int argc, char **argv)
 	int fd;
 
 	seg_sealed(&sg);
-	fd = attach(&sg, &a);
+	fd = attach_nudging(&sg, &a);
 	if (a.kind != ANS_ACCEPT || a.nudge_fd < 0) {
 		answer_print(&a);
 		return EXIT_WRONG;
