@@ -27,7 +27,7 @@ start_xtcd --config "$T/xtcd.conf" --max-bytes 64M --segment-bytes 4M
 XTC_TAIL_RING_RECORDS=8192 "$LOADGEN" 1 240000 60000 0 >"$T/lg.out" 2>&1 &
 lg=$!
 wait_log "(xtc-loadgen) uid [0-9]* attached" 10
-$NOBODY "$BADCLIENT" "$SOCK" heads 5000 8 262144 >"$T/heads.out" 2>&1 &
+$NOBODY "$BADCLIENT" "$SOCK" heads 5000 8 262144 fill >"$T/heads.out" 2>&1 &
 heads=$!
 wait "$lg" || fail "xtc-loadgen exited $?"
 wait "$heads" || fail "xtc-badclient heads: $(cat "$T/heads.out")"
