@@ -24,7 +24,7 @@ rss_shmem_kb() {
 
 start_xtcd --max-shm-per-uid 100M --metrics-file "$T/xtcd.prom"
 rss0=$(rss_shmem_kb)
-XTC_TAIL_RINGS=2 XTC_TAIL_RING_RECORDS=8192 "$LOADGEN" 1 200000 40000 0 >"$T/lg.out" 2>&1 &
+XTC_TAIL_RINGS=2 XTC_TAIL_RING_RECORDS=65536 "$LOADGEN" 1 200000 40000 0 >"$T/lg.out" 2>&1 &
 lg=$!
 wait_log "(xtc-loadgen) uid [0-9]* attached" 10
 "$BADCLIENT" "$SOCK" heads 6000 8 262144 >"$T/heads.out" 2>&1 &
@@ -47,22 +47,21 @@ python3 - "$T/status.json" "$ATTACKER" <<'PY' || fail "--status per-uid shm figu
 import json, sys
 d = json.load(open(sys.argv[1]))
 att = int(sys.argv[2])
-lg = 4096 + 2 * (320 + 8192 * 40)
+lg = 4096 + 2 * (320 + 65536 * 40)
 ok = d["uid_shm_mapped"] == att + lg and d["uid_shm_max"] == 100 << 20 and \
      0 < d["uid_shm_touched"] <= d["uid_shm_mapped"]
 print("  --status: uid %d: %d bytes mapped, %d touched, at most %d"
       % (d["uid"], d["uid_shm_mapped"], d["uid_shm_touched"], d["uid_shm_max"]))
 sys.exit(0 if ok else 1)
 PY
-grep -q "^  shm       uid $me: .* of segments mapped (.* reached), at most 100.0 MiB" "$T/status.txt" ||
-	grep -q "^  shm       uid $me: .* of segments mapped (.* reached), at most 100" "$T/status.txt" ||
+grep -q "^  shm       uid $me: .* of segments mapped (.* reached), at most 100.0M$" "$T/status.txt" ||
 	fail "--status has no shm line: $(cat "$T/status.txt")"
 grep '^  shm' "$T/status.txt"
 for _ in $(seq 1 600); do
-	grep -q "^xtcd_uid_shm_mapped_bytes{uid=\"$me\"} $((ATTACKER + 4096 + 2 * (320 + 8192 * 40)))\$" "$T/xtcd.prom" 2>/dev/null && break
+	grep -q "^xtcd_uid_shm_mapped_bytes{uid=\"$me\"} $((ATTACKER + 4096 + 2 * (320 + 65536 * 40)))\$" "$T/xtcd.prom" 2>/dev/null && break
 	sleep 0.02
 done
-grep -q "^xtcd_uid_shm_mapped_bytes{uid=\"$me\"} $((ATTACKER + 4096 + 2 * (320 + 8192 * 40)))\$" "$T/xtcd.prom" ||
+grep -q "^xtcd_uid_shm_mapped_bytes{uid=\"$me\"} $((ATTACKER + 4096 + 2 * (320 + 65536 * 40)))\$" "$T/xtcd.prom" ||
 	fail "the metrics file has no per-uid mapped bytes: $(grep shm "$T/xtcd.prom" 2>/dev/null)"
 grep -q "^# TYPE xtcd_uid_shm_touched_bytes gauge" "$T/xtcd.prom" || fail "no touched-bytes gauge"
 
