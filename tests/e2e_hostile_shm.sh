@@ -54,7 +54,7 @@ print("  --status: uid %d: %d bytes mapped, %d touched, at most %d"
       % (d["uid"], d["uid_shm_mapped"], d["uid_shm_touched"], d["uid_shm_max"]))
 sys.exit(0 if ok else 1)
 PY
-grep -q "^  shm       uid $me: .* of segments mapped (.* reached), at most 100.0M$" "$T/status.txt" ||
+grep -q "^  shm       uid $me: .* of segments mapped (.* touched), at most 100.0M$" "$T/status.txt" ||
 	fail "--status has no shm line: $(cat "$T/status.txt")"
 grep '^  shm' "$T/status.txt"
 for _ in $(seq 1 600); do

@@ -250,7 +250,7 @@ static void print_text(FILE *out, const struct answer *a)
 		fprintf(out, "  quota     uid %u: %s of %s\n", d->peer_uid,
 		        print_bytes(b1, sizeof b1, d->uid_bytes),
 		        print_bytes(b2, sizeof b2, d->uid_quota));
-	fprintf(out, "  shm       uid %u: %s of segments mapped (%s reached), at most %s\n",
+	fprintf(out, "  shm       uid %u: %s of segments mapped (%s touched), at most %s\n",
 	        d->peer_uid, print_bytes(b1, sizeof b1, d->uid_shm_mapped),
 	        print_bytes(b2, sizeof b2, d->uid_shm_touched),
 	        print_bytes(b3, sizeof b3, d->uid_shm_max));
