@@ -1,7 +1,10 @@
 #!/bin/bash
 # tests/e2e_hostile_heads.sh - a client that writes no record but keeps its
 # rings' heads a whole ring ahead of the tail, as if it emitted flat out:
-# it costs nothing, while xtcd reads and encodes every slot.  A
+# it costs nothing, while xtcd reads and encodes every slot.  Its rings'
+# memory is written once first (heads ... fill), as libxtctail prefaults a
+# ring it binds, so that xtcd does read it (over holes it would not:
+# tests/e2e_hostile_shm.sh).  A
 # well-behaved app attached before it (the order that starved it: xtcd
 # drained the newest sessions first, every round) must get its share of
 # every drain round and of the write buffers, and lose nothing; and what
