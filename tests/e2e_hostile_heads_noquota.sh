@@ -4,7 +4,9 @@
 # xtcd encode but xtcd's own fairness (each session an equal share of
 # every drain round and of the write buffers, the round beginning one
 # session further on each time).  A well-behaved app attached before it
-# must lose nothing: every record on disk, in order, no DROP.  Run as
+# must lose nothing: every record on disk, in order, no DROP.  The
+# attacker writes its rings once first (fill), as libxtctail prefaults
+# them, so that xtcd reads real pages, not holes it refuses.  Run as
 # root, the attacker is another uid; else the same uid as the app, which
 # without a quota changes nothing.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
@@ -27,7 +29,7 @@ start_xtcd --max-bytes 4G --segment-bytes 16M
 XTC_TAIL_RING_RECORDS=8192 "$LOADGEN" 1 240000 60000 0 >"$T/lg.out" 2>&1 &
 lg=$!
 wait_log "(xtc-loadgen) uid [0-9]* attached" 10
-$AS "$BADCLIENT" "$SOCK" heads 5000 8 262144 >"$T/heads.out" 2>&1 &
+$AS "$BADCLIENT" "$SOCK" heads 5000 8 262144 fill >"$T/heads.out" 2>&1 &
 heads=$!
 wait "$lg" || fail "xtc-loadgen exited $?"
 wait "$heads" || fail "xtc-badclient heads: $(cat "$T/heads.out")"
