@@ -3,7 +3,8 @@
 
 usage: bench/run.py [--builddir DIR] [--srcdir DIR] [--rounds N] [--reps N]
                     [--events N] [--hist N] [--sustain-seconds S]
-                    [--burst-runs N] [--only 1,2,...] [--quick] [--no-lttng]
+                    [--confirm-seconds S] [--burst-runs N] [--ring-runs N]
+                    [--io-runs N] [--only 1,2,...] [--quick] [--no-lttng]
 
 `make bench` runs this through bench/run.sh.  Both sides run the same
 driver source (bench/xb.c, built as bench/xb-xtc and bench/xb-lttng) on the
