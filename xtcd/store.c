@@ -683,8 +683,10 @@ static void write_failed(struct wbuf *b)
 	st.last_errno = err;
 	if (err == ENOSPC || err == EDQUOT)
 		store_evict_oldest(STORE_FS_FULL);
+	f->wend = f->end; /* (buf_done may free f: its last buffer, closing) */
 	buf_done(b, 0);
-	f->wend = f->end;
+	/* All behind it are f's: a new segment's first write waits for
+	 * every write of the old one (segment_rotate). */
 	while (st.flen > 0) {
 		struct wbuf *later = st.flight[(st.fhead + st.flen - 1) % NBUF];
 
