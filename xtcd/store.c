@@ -816,10 +816,20 @@ static void submit_queued(void)
 		uring_give_up(err);
 }
 
+/* Hand over what is queued and retire what is written.  A failure puts
+ * the buffers behind it back in the queue: they go again at once (each
+ * round loses the failed buffer, so this ends). */
 static void submit_next(void)
 {
-	submit_queued();
-	retire(1);
+	for (;;) {
+		size_t queued;
+
+		submit_queued();
+		queued = st.qlen;
+		retire(1);
+		if (st.qlen <= queued)
+			break;
+	}
 }
 
 /* Completions there are, read without a system call, retired: for the
