@@ -98,9 +98,6 @@ static struct {
 	uint64_t  seg_limit;       /* rotate the current segment at this size */
 } st = { .dirfd = -1 };
 
-
-
-
 static void submit_next(void);
 static void submit_queued(void);
 static void reap_inline(void);
@@ -143,7 +140,6 @@ int store_dir_fd(void)
 {
 	return st.dirfd;
 }
-
 
 static struct wbuf *buf_take(void)
 {
@@ -247,7 +243,6 @@ static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
 	gethostname(host, sizeof host - 1);
 	seg_file_hdr_init(h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
 }
-
 
 /*
  * Make segment `seq` the current one, its header the first bytes of its
@@ -747,13 +742,10 @@ static void write_now(struct wbuf *b)
 	int err = sio_pwrite_all(b->file->fd, b->data + b->done, b->len - b->done,
 	                         b->off + (off_t)b->done);
 
-	if (err != 0) {
-		b->state = BUF_FAILED;
-		b->res = -err;
-	} else {
-		b->state = BUF_WRITTEN;
+	b->state = err != 0 ? BUF_FAILED : BUF_WRITTEN;
+	b->res = -err;
+	if (err == 0)
 		sio_observe(b->submit_ns);
-	}
 }
 
 /* io_uring would not take the writes: wait for those it has, then write
