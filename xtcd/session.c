@@ -371,6 +371,11 @@ static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *t
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
 	uint64_t cap = s->hdr.ring_capacity, head, dropped, boundary;
+	/* What the producer could see as we read its counters: writes that
+	 * complete during the drain publish more (store.c reaps them), but a
+	 * loss counted from here on happened no earlier than this tail plus
+	 * a ring. */
+	uint64_t pub_start = sr->published;
 	enum shm_ring_fault fault;
 
 	if (sr->corrupt)
@@ -419,7 +424,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *t
 		sr->last_dropped = dropped;
 	}
 	sr->read += ring_copy_out(s, i, sr->read, head, tc);
-	sr->pub_at_drain = sr->published;
+	sr->pub_at_drain = pub_start;
 	if (!s->closing)
 		__atomic_store_n(&r->nudge_armed, 1, __ATOMIC_RELEASE);
 }
