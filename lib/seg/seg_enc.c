@@ -38,10 +38,10 @@
 #define RF_DET_ZERO   0x40u  /* DET_ZERO << 5; DET_VARINT is 0 */
 #define KIND_ESCAPE   255u
 
-/* Slots ahead to prefetch: 32 (1,280 bytes, 20 lines) measured best at
- * 1M events/s against 16, 64 and 128 (see bench/RESULTS.md). */
+/* Slots ahead to prefetch: 128 (5 KiB, 80 lines) cost xtcd the least CPU
+ * at 1M events/s of 16, 32, 64 and 128 (see bench/RESULTS.md). */
 #ifndef ENC_PREFETCH
-#define ENC_PREFETCH 32
+#define ENC_PREFETCH 128
 #endif
 
 /* A 64-bit word of a slot, read as the bytes it is (any field type). */
