@@ -164,6 +164,7 @@ static inline __attribute__((always_inline)) uint8_t *enc_one(struct enc_prev *p
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(ENC_NO_BMI)
 #define ENC_BMI 1
 #define ENC_BMI_TARGET __attribute__((target("bmi,bmi2,lzcnt")))
+#include <cpuid.h>
 #include <immintrin.h>
 
 /*
@@ -183,7 +184,9 @@ static const uint8_t vlen_lz[64] = {
 	6, 6, 6, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4,
 	3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1,
 };
-#define CONT(n) ((n) >= 8 ? 0x0080808080808080ull : ((1ull << (8 * ((n) - 1))) - 1) & 0x8080808080808080ull)
+/* the top bit of each byte but the last of an n-byte varint, n <= 8 (those
+ * of 9 and 10 bytes, from lz < 8, are never stored from here) */
+#define CONT(n) (0x0080808080808080ull >> ((8 * (8 - (n))) & 63))
 static const uint64_t vcont_lz[64] = {
 #define C8(a, b, c, d, e, f, g, h) CONT(a), CONT(b), CONT(c), CONT(d), CONT(e), CONT(f), CONT(g), CONT(h)
 	C8(10, 9, 9, 9, 9, 9, 9, 9), C8(8, 8, 8, 8, 8, 8, 8, 7), C8(7, 7, 7, 7, 7, 7, 6, 6),
@@ -361,11 +364,19 @@ static ENC_BMI_TARGET uint8_t *enc_run_tsc_bmi(ENC_RUN_ARGS)
 
 static int enc_bmi = -1; /* the CPU has BMI2 and LZCNT; -1: not asked yet */
 
+/* LZCNT is CPUID 0x80000001 ECX bit 5 (not every compiler's
+ * __builtin_cpu_supports knows its name). */
+static int enc_has_lzcnt(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 5)) != 0;
+}
+
 int seg_encode_has_bmi(void)
 {
 	if (__atomic_load_n(&enc_bmi, __ATOMIC_RELAXED) < 0)
-		__atomic_store_n(&enc_bmi, __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"),
-		                 __ATOMIC_RELAXED);
+		__atomic_store_n(&enc_bmi, __builtin_cpu_supports("bmi2") && enc_has_lzcnt(), __ATOMIC_RELAXED);
 	return enc_bmi;
 }
 #else
