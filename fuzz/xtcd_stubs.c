@@ -226,7 +226,7 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 		break;
 	case XTC_BLK_CORRUPT:
 		memcpy(&x, p, sizeof x);
-		if (len != sizeof x || x.ring >= fake.geo.ring_count || x.reason < 1 || x.reason > 3)
+		if (len != sizeof x || x.ring >= fake.geo.ring_count || x.reason < 1 || x.reason > XTC_CORRUPT_UNWRITTEN)
 			abort();
 		break;
 	default:

@@ -125,7 +125,10 @@ struct xtc_msg_status {
 	uint32_t flags;          /* 1: writing with io_uring, 2: registered buffers */
 	char     io[32];         /* the I/O backend as a phrase */
 	char     dir[128];       /* the segment directory (truncated) */
-	uint8_t  reserved[32];
+	uint64_t uid_shm_mapped; /* bytes of peer_uid's segments xtcd maps */
+	uint64_t uid_shm_touched;/* of them, reached by its drains (at most) */
+	uint64_t uid_shm_max;    /* max_shm_per_uid */
+	uint8_t  reserved[8];
 };
 
 struct xtc_status_loop {

@@ -80,6 +80,11 @@ enum xtc_seg_corrupt_reason {
 	XTC_CORRUPT_HEAD_JUMPED       = 2, /* head jumped further than any
 	                                    * producer can write (2^36 records) */
 	XTC_CORRUPT_DROPPED_BACKWARDS = 3, /* drop counter went backwards */
+	XTC_CORRUPT_HEAD_TOO_FAST     = 4, /* head moved faster, on xtcd's
+	                                    * clock, than a producer can write
+	                                    * (one record a nanosecond) */
+	XTC_CORRUPT_UNWRITTEN         = 5, /* head covers ring memory that was
+	                                    * never written (a hole of the memfd) */
 };
 
 struct xtc_seg_file_hdr {

@@ -21,8 +21,11 @@
  * checks the memfd's seals and size before mapping, validates every field
  * here against what it can compute itself, keeps its own private copy of
  * every index it relies on, and treats a ring whose head or drop counter
- * moves backwards, or whose head jumps further than any producer could
- * write between two drains, as corrupt.  A head more than a capacity ahead
+ * moves backwards, whose head jumps further than any producer could
+ * write between two drains or faster than one record a nanosecond of the
+ * consumer's clock, or whose head covers record slots on pages that were
+ * never written (holes of the memfd), as corrupt.  A producer therefore
+ * writes a record before it moves the head over it, as it must anyway.  A head more than a capacity ahead
  * of the consumer means records were overwritten before they were read
  * (a flight-recorder ring switched to drop-new): those count as dropped.
  * Nothing here is a pointer.

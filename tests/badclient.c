@@ -33,8 +33,13 @@
  *   farapart      two records 1.8e19 ns apart (MONO_NS), then goodbye
  *   idle [N [MS]] N idle sessions (default 1000) held MS ms (default 10000);
  *                 every attach must be answered
- *   heads [MS [RINGS [CAP]]]  a session that writes no record but keeps its
- *                 heads a whole ring ahead of the tail, for MS ms
+ *   heads [MS [RINGS [CAP [fill]]]]  a session that writes no record but
+ *                 keeps its heads a whole ring ahead of the tail, for MS ms;
+ *                 with fill, its rings' memory is written once first (as
+ *                 libxtctail prefaults a ring it binds), else it is holes
+ *   fast [MS [RINGS [CAP]]]  rings written once, then every ms each head
+ *                 moved 2^30 records on (faster than any producer writes,
+ *                 within the 2^36 of jump), for MS ms
  *   churn [N]     N short sessions (default 10000), one after another
  *   statushog [N [MS]]  N status requests (default 16) never read, held MS ms
  */
@@ -1026,23 +1031,33 @@ static int case_idle(int argc, char **argv)
  * of argv[2] records (default 262144) that writes no record but keeps
  * every ring's head a whole ring ahead of the tail xtcd published, as
  * if it emitted flat out.  Then goodbye. */
+/* rings x cap records, every ring bound (to loops 100...), their records'
+ * memory written once when fill. */
+static void seg_bound_all(struct seg *sg, uint32_t rings, uint32_t cap, int fill)
+{
+	seg_create_sized(sg, SEALS, rings, cap);
+	for (uint32_t i = 0; i < rings; i++) {
+		struct xtc_shm_ring *r = seg_ring(sg, i);
+
+		if (fill)
+			memset(r->recs, 0, (size_t)cap * sizeof r->recs[0]);
+		r->loop_id = 100 + i;
+		__atomic_store_n(&r->state, XTC_SHM_RING_BOUND, __ATOMIC_RELEASE);
+	}
+}
+
 static int case_heads(int argc, char **argv)
 {
 	unsigned ms = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 3000;
 	uint32_t rings = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 8;
 	uint32_t cap = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 262144;
+	int fill = argc > 3 && strcmp(argv[3], "fill") == 0;
 	uint64_t t0, moved = 0;
 	struct seg sg;
 	struct answer a;
 	int fd;
 
-	seg_create_sized(&sg, SEALS, rings, cap);
-	for (uint32_t i = 0; i < rings; i++) {
-		struct xtc_shm_ring *r = seg_ring(&sg, i);
-
-		r->loop_id = 100 + i;
-		__atomic_store_n(&r->state, XTC_SHM_RING_BOUND, __ATOMIC_RELEASE);
-	}
+	seg_bound_all(&sg, rings, cap, fill);
 	fd = attach(&sg, &a);
 	if (a.kind != ANS_ACCEPT) {
 		answer_print(&a);
@@ -1066,6 +1081,43 @@ static int case_heads(int argc, char **argv)
 	printf("session %" PRIu64 ": %u rings x %u records, moved its heads by %" PRIu64
 	       " records in %u ms without writing one; goodbye; %s\n", a.session_id, rings, cap, moved,
 	       ms, wait_closed(fd, 30000) >= 0 ? "closed" : "not closed within 30 s");
+	seg_destroy(&sg);
+	return EXIT_OK;
+}
+
+/* Heads that run ahead faster than any producer writes: 2^30 records a
+ * ms, on rings whose memory was written (so that only the speed is
+ * wrong), each step short of the 2^36 a head may never jump. */
+static int case_fast(int argc, char **argv)
+{
+	unsigned ms = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 2000;
+	uint32_t rings = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 2;
+	uint32_t cap = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 10) : 65536;
+	uint64_t t0, steps = 0;
+	struct seg sg;
+	struct answer a;
+	int fd;
+
+	seg_bound_all(&sg, rings, cap, 1);
+	fd = attach(&sg, &a);
+	if (a.kind != ANS_ACCEPT) {
+		answer_print(&a);
+		return EXIT_WRONG;
+	}
+	for (t0 = mono_ns(); mono_ns() - t0 < (uint64_t)ms * 1000000u; steps++) {
+		sleep_ms(1);
+		for (uint32_t i = 0; i < rings; i++) {
+			struct xtc_shm_ring *r = seg_ring(&sg, i);
+			uint64_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED) + (1ULL << 30);
+
+			__atomic_store_n(&r->claim, head, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+		}
+	}
+	send_goodbye(fd);
+	printf("session %" PRIu64 ": %u rings x %u records, heads moved 2^30 records a step, "
+	       "%" PRIu64 " steps in %u ms; goodbye; %s\n", a.session_id, rings, cap, steps, ms,
+	       wait_closed(fd, 30000) >= 0 ? "closed" : "not closed within 30 s");
 	seg_destroy(&sg);
 	return EXIT_OK;
 }
@@ -1146,7 +1198,8 @@ static const struct {
 	{ "dropback", case_dropback },     { "rewrite", case_rewrite },
 	{ "many", case_many },             { "flood", case_flood },
 	{ "farapart", case_farapart },     { "idle", case_idle },
-	{ "heads", case_heads },           { "churn", case_churn },
+	{ "heads", case_heads },           { "fast", case_fast },
+	{ "churn", case_churn },
 	{ "statushog", case_statushog },
 };
 

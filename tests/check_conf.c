@@ -134,6 +134,10 @@ static const struct case_ cases[] = {
 	{ "max_sessions_per_uid", "auto", NULL, "auto" },
 	{ "max_sessions_per_uid", "8", NULL, "8" },
 	{ "max_sessions_per_uid", "0", "expected a whole number from 1 to 1000000, or auto", NULL },
+	{ "max_shm_per_uid", "auto", NULL, "auto" },
+	{ "max_shm_per_uid", "4G", NULL, "4G" },
+	{ "max_shm_per_uid", "512K", "expected a size of at least 1M, such as 4G, or auto", NULL },
+	{ "max_shm_per_uid", "lots", "expected a size of at least 1M, such as 4G, or auto", NULL },
 	{ "allow_uids", "0, root", NULL, "0,0" },
 	{ "allow_uids", "any", NULL, "any" },
 	{ "allow_uids", "1000,,1001", "expected user names or uids separated by commas, or any", NULL },
@@ -374,7 +378,7 @@ START_TEST(test_file_errors)
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
 		  "segment_bytes, keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, "
-		  "max_sessions_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
+		  "max_sessions_per_uid, max_shm_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
 		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "
 		  "ship_metrics" },
 		{ "max-bytes = 1G\n", ":1: unknown key 'max-bytes'; did you mean max_bytes?" },
@@ -643,6 +647,18 @@ START_TEST(test_sessions_per_uid)
 }
 END_TEST
 
+/* auto: half of physical memory; a value: itself. */
+START_TEST(test_shm_per_uid)
+{
+	struct config c = { .max_shm_per_uid = 0 };
+	uint64_t mem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+
+	ck_assert_uint_eq(conf_max_shm_per_uid(&c), mem / 2);
+	c.max_shm_per_uid = 3ULL << 30;
+	ck_assert_uint_eq(conf_max_shm_per_uid(&c), 3ULL << 30);
+}
+END_TEST
+
 /* SIGHUP keeps a restart-only setting by swapping it back. */
 START_TEST(test_keep_for_restart)
 {
@@ -787,6 +803,7 @@ static Suite *conf_suite(void)
 	tc = with_tmpdir(s, "use");
 	tcase_add_test(tc, test_access_rule);
 	tcase_add_test(tc, test_sessions_per_uid);
+	tcase_add_test(tc, test_shm_per_uid);
 	tcase_add_test(tc, test_keep_for_restart);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_log_levels);

@@ -28,12 +28,15 @@
 _Static_assert(XTC_DROP_RING_FULL == 1 && XTC_DROP_OVERWRITTEN == 2 &&
                XTC_DROP_NO_FREE_RING == 4 && XTC_DROP_QUOTA == 5, "DROP causes");
 _Static_assert(XTC_CORRUPT_HEAD_BACKWARDS == 1 && XTC_CORRUPT_HEAD_JUMPED == 2 &&
-               XTC_CORRUPT_DROPPED_BACKWARDS == 3, "CORRUPT reasons");
+               XTC_CORRUPT_DROPPED_BACKWARDS == 3 && XTC_CORRUPT_HEAD_TOO_FAST == 4 &&
+               XTC_CORRUPT_UNWRITTEN == 5, "CORRUPT reasons");
 _Static_assert(XTC_SEG_RING_NONE == 0xFFFFFFFFu, "no ring");
 /* The daemon writes its ring checks' verdicts as CORRUPT reasons. */
 _Static_assert((int)SHM_RING_HEAD_BACKWARDS == XTC_CORRUPT_HEAD_BACKWARDS &&
                (int)SHM_RING_HEAD_JUMPED == XTC_CORRUPT_HEAD_JUMPED &&
-               (int)SHM_RING_DROPPED_BACKWARDS == XTC_CORRUPT_DROPPED_BACKWARDS,
+               (int)SHM_RING_DROPPED_BACKWARDS == XTC_CORRUPT_DROPPED_BACKWARDS &&
+               (int)SHM_RING_HEAD_TOO_FAST == XTC_CORRUPT_HEAD_TOO_FAST &&
+               (int)SHM_RING_UNWRITTEN == XTC_CORRUPT_UNWRITTEN,
                "ring faults are corrupt reasons");
 
 /* ---- name tables ---- */
@@ -104,6 +107,8 @@ static const struct name_case name_cases[] = {
 	{ segname_corrupt_reason, XTC_CORRUPT_HEAD_BACKWARDS, "head_backwards" },
 	{ segname_corrupt_reason, XTC_CORRUPT_HEAD_JUMPED, "head_jumped" },
 	{ segname_corrupt_reason, XTC_CORRUPT_DROPPED_BACKWARDS, "dropped_backwards" },
+	{ segname_corrupt_reason, XTC_CORRUPT_HEAD_TOO_FAST, "head_too_fast" },
+	{ segname_corrupt_reason, XTC_CORRUPT_UNWRITTEN, "unwritten" },
 	{ segname_corrupt_reason, 0, "reason_0" },
 	{ segname_corrupt_reason, 9, "reason_9" },
 	/* the phrases of the daemon's "broke an invariant" line */
@@ -111,7 +116,10 @@ static const struct name_case name_cases[] = {
 	{ segname_corrupt_reason_text, XTC_CORRUPT_HEAD_JUMPED, "head ran past the ring" },
 	{ segname_corrupt_reason_text, XTC_CORRUPT_DROPPED_BACKWARDS,
 	  "drop counter went backwards" },
-	{ segname_corrupt_reason_text, 4, "reason 4" },
+	{ segname_corrupt_reason_text, XTC_CORRUPT_HEAD_TOO_FAST,
+	  "head moved faster than a producer can write" },
+	{ segname_corrupt_reason_text, XTC_CORRUPT_UNWRITTEN, "head covers memory never written" },
+	{ segname_corrupt_reason_text, 6, "reason 6" },
 };
 #define N_NAME_CASES ((int)(sizeof(name_cases) / sizeof(name_cases[0])))
 

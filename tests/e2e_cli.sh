@@ -23,7 +23,7 @@ refused() {
 # --- a bad flag: one line, naming the flag, pointing at --help
 refused "xtcd: unknown option --bogus; see xtcd --help" --bogus
 refused "xtcd: unknown option --bogus; see xtcd --help" --bogus=1
-refused "xtcd: --max is short for more than one option (--max-bytes, --max-clients, --max-sessions-per-uid); give it whole" --max 1G
+refused "xtcd: --max is short for more than one option (--max-bytes, --max-clients, --max-sessions-per-uid, --max-shm-per-uid); give it whole" --max 1G
 refused "xtcd: unknown option --max_bytes; did you mean --max-bytes?" --max_bytes 1G
 refused "xtcd: unknown option -x; see xtcd --help" -x
 refused "xtcd: --dir needs a value; see xtcd --help" --dir

@@ -1,7 +1,10 @@
 #!/bin/bash
 # tests/e2e_hostile_heads.sh - a client that writes no record but keeps its
 # rings' heads a whole ring ahead of the tail, as if it emitted flat out:
-# it costs nothing, while xtcd reads and encodes every slot.  A
+# it costs nothing, while xtcd reads and encodes every slot.  Its rings'
+# memory is written once first (heads ... fill), as libxtctail prefaults a
+# ring it binds, so that xtcd does read it (over holes it would not:
+# tests/e2e_hostile_shm.sh).  A
 # well-behaved app attached before it (the order that starved it: xtcd
 # drained the newest sessions first, every round) must get its share of
 # every drain round and of the write buffers, and lose nothing; and what
@@ -27,7 +30,7 @@ start_xtcd --config "$T/xtcd.conf" --max-bytes 64M --segment-bytes 4M
 XTC_TAIL_RING_RECORDS=8192 "$LOADGEN" 1 240000 60000 0 >"$T/lg.out" 2>&1 &
 lg=$!
 wait_log "(xtc-loadgen) uid [0-9]* attached" 10
-$NOBODY "$BADCLIENT" "$SOCK" heads 5000 8 262144 >"$T/heads.out" 2>&1 &
+$NOBODY "$BADCLIENT" "$SOCK" heads 5000 8 262144 fill >"$T/heads.out" 2>&1 &
 heads=$!
 wait "$lg" || fail "xtc-loadgen exited $?"
 wait "$heads" || fail "xtc-badclient heads: $(cat "$T/heads.out")"

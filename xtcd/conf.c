@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xtcd/conf.h"
 #include "xtcd/settings.h"
@@ -299,4 +300,19 @@ unsigned conf_max_sessions_per_uid(const struct config *c)
 	if (c->max_sessions_per_uid != 0)
 		return c->max_sessions_per_uid;
 	return c->max_clients > 1 ? c->max_clients / 2 : 1;
+}
+
+/* Every byte of a client's segment can become a page xtcd itself
+ * allocates (a read fault on a hole of a shmem file does, and is charged
+ * to the process that faults): half of the memory is the most one uid
+ * may make xtcd hold, leaving the rest to everyone else. */
+uint64_t conf_max_shm_per_uid(const struct config *c)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	if (c->max_shm_per_uid != 0)
+		return c->max_shm_per_uid;
+	if (pages <= 0 || page <= 0)
+		return 1ULL << 30;
+	return (uint64_t)pages * (uint64_t)page / 2;
 }

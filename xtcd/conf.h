@@ -43,6 +43,10 @@ uint64_t conf_quota_for(const struct config *c, uid_t uid);
  * max_sessions_per_uid, or for auto half of max_clients (at least 1). */
 unsigned conf_max_sessions_per_uid(const struct config *c);
 
+/* How many bytes of client segments xtcd maps for one uid at once:
+ * max_shm_per_uid, or for auto half of physical memory. */
+uint64_t conf_max_shm_per_uid(const struct config *c);
+
 /* A size as "256M" (exact powers of 1024 only), for messages. */
 const char *conf_size_text(uint64_t v, char *buf, size_t len);
 

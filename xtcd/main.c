@@ -690,7 +690,8 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	}
 }
 
-/* Allow as many descriptors as the hard limit: each client holds two. */
+/* Allow as many descriptors as the hard limit: each client holds three
+ * (its connection, its nudge eventfd and its memfd). */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;

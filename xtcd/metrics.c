@@ -68,21 +68,26 @@ static void one(FILE *f, const char *name, const char *type, const char *help, u
 /* The per-uid counters: one family each, a series per uid. */
 static void per_uid(FILE *f, size_t n)
 {
-	static const struct { const char *name, *help; size_t off; } fam[] = {
+	static const struct { const char *name, *help; size_t off; const char *type; } fam[] = {
 		{ "xtcd_uid_sessions_total", "Sessions attached, per uid.",
-		  offsetof(struct session_uid_totals, sessions) },
+		  offsetof(struct session_uid_totals, sessions), "counter" },
 		{ "xtcd_uid_events_produced_total", "Records the producers emitted, per uid.",
-		  offsetof(struct session_uid_totals, produced) },
+		  offsetof(struct session_uid_totals, produced), "counter" },
 		{ "xtcd_uid_events_written_total", "Records written to segments, per uid.",
-		  offsetof(struct session_uid_totals, written) },
+		  offsetof(struct session_uid_totals, written), "counter" },
 		{ "xtcd_uid_events_dropped_total", "Records dropped (full rings, quota), per uid.",
-		  offsetof(struct session_uid_totals, dropped) },
+		  offsetof(struct session_uid_totals, dropped), "counter" },
 		{ "xtcd_uid_events_lost_total", "Records lost to failed writes, per uid.",
-		  offsetof(struct session_uid_totals, lost) },
+		  offsetof(struct session_uid_totals, lost), "counter" },
+		{ "xtcd_uid_shm_mapped_bytes", "Bytes of client segments xtcd maps now, per uid.",
+		  offsetof(struct session_uid_totals, shm_mapped), "gauge" },
+		{ "xtcd_uid_shm_touched_bytes",
+		  "Of them, bytes its drains and prefetches have reached (at most), per uid.",
+		  offsetof(struct session_uid_totals, shm_touched), "gauge" },
 	};
 
 	for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
-		family(f, fam[k].name, "counter", fam[k].help);
+		family(f, fam[k].name, fam[k].type, fam[k].help);
 		for (size_t i = 0; i < n; i++)
 			fprintf(f, "%s{uid=\"%u\"} %" PRIu64 "\n", fam[k].name, (unsigned)m.uids[i].uid,
 			        *(const uint64_t *)(const void *)((const char *)&m.uids[i] + fam[k].off));

@@ -147,6 +147,22 @@ static int peer_gone(int fd)
 	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+/* Whether mapping `size` more bytes of client segments for uid would take
+ * it over max_shm_per_uid; if so, why (for the client and the log). */
+static int shm_over_limit(uid_t uid, uint64_t size, char *why, size_t len)
+{
+	uint64_t max = conf_max_shm_per_uid(&cfg), has = session_shm_uid(uid);
+	char b[32];
+
+	if (size <= max && has <= max - size)
+		return 0;
+	snprintf(why, len, "uid %u has %llu bytes of segments mapped; %llu more would pass "
+	         "max_shm_per_uid (%s): end a session, use smaller rings, or raise it",
+	         (unsigned)uid, (unsigned long long)has, (unsigned long long)size,
+	         conf_size_text(max, b, sizeof b));
+	return 1;
+}
+
 static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct pending *p = w->data;
@@ -192,6 +208,10 @@ static void pending_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		snprintf(why, sizeof why, "uid %u has %zu sessions attached, the most "
 		         "max_sessions_per_uid allows; end one, or raise it", (unsigned)p->cred.uid,
 		         session_count_uid(p->cred.uid));
+		refuse(p, EBUSY, why);
+		goto close_fds;
+	}
+	if (shm_over_limit(p->cred.uid, hello.segment_size, why, sizeof why)) {
 		refuse(p, EBUSY, why);
 		goto close_fds;
 	}

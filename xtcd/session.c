@@ -24,6 +24,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -54,10 +56,12 @@ struct session *sessions;
 struct session_totals session_ended; /* the counts of sessions that ended */
 static struct idmap by_id;          /* session id -> struct session * */
 static struct idmap uid_sessions;   /* uid -> how many sessions it has */
+static struct idmap uid_shm;        /* uid -> bytes of its segments mapped */
 static size_t nsessions;
 static struct session *rr_next;     /* where the next drain round begins */
 static uint64_t round_left = UINT64_MAX; /* records the session drained may still take */
 static uint64_t inflight_share = UINT64_MAX; /* records in flight a session may hold */
+uint64_t round_ns;                  /* xtcd's clock before this round read a head */
 
 /* The counts of ended sessions per uid, for the metrics. */
 static struct session_uid_totals *ended_uids;
@@ -110,6 +114,14 @@ size_t session_count_uid(uid_t uid)
 	return (size_t)n;
 }
 
+uint64_t session_shm_uid(uid_t uid)
+{
+	uint64_t n = 0;
+
+	idmap_get(&uid_shm, uid, &n);
+	return n;
+}
+
 /* Commits come back for every block written: a lookup per block must
  * not cost a walk over thousands of sessions. */
 static struct session *session_find(uint64_t id)
@@ -122,9 +134,17 @@ static struct session *session_find(uint64_t id)
 /* Add s to the live sessions (and their indexes): 0, or -ENOMEM. */
 static int session_link(struct session *s)
 {
+	size_t n = session_count_uid(s->uid);
+	uint64_t shm = session_shm_uid(s->uid);
+
 	if (idmap_put(&by_id, s->id, (uint64_t)(uintptr_t)s) < 0 ||
-	    idmap_put(&uid_sessions, s->uid, session_count_uid(s->uid) + 1) < 0) {
+	    idmap_put(&uid_sessions, s->uid, n + 1) < 0 ||
+	    idmap_put(&uid_shm, s->uid, shm + s->size) < 0) {
 		idmap_del(&by_id, s->id);
+		if (n != 0) /* in place: cannot fail */
+			idmap_put(&uid_sessions, s->uid, n);
+		else
+			idmap_del(&uid_sessions, s->uid);
 		return -ENOMEM;
 	}
 	s->next = sessions;
@@ -137,6 +157,7 @@ static void session_unlink(struct session *s)
 {
 	struct session **pp;
 	size_t n = session_count_uid(s->uid);
+	uint64_t shm = session_shm_uid(s->uid);
 
 	for (pp = &sessions; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == s) {
@@ -150,6 +171,10 @@ static void session_unlink(struct session *s)
 		idmap_put(&uid_sessions, s->uid, n - 1); /* in place: cannot fail */
 	else
 		idmap_del(&uid_sessions, s->uid);
+	if (shm > s->size)
+		idmap_put(&uid_shm, s->uid, shm - s->size);
+	else
+		idmap_del(&uid_shm, s->uid);
 	nsessions--;
 }
 
@@ -162,7 +187,7 @@ static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, ui
 {
 	struct sring *sr = &s->rings[i];
 	struct xtc_seg_corrupt *c;
-	char why[32];
+	char why[64];
 
 	sr->corrupt = 1;
 	s->lost += sr->last_head - sr->read; /* unread: gone with the ring */
@@ -346,6 +371,11 @@ static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *t
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
 	uint64_t cap = s->hdr.ring_capacity, head, dropped, boundary;
+	/* What the producer could see as we read its counters: writes that
+	 * complete during the drain publish more (store.c reaps them), but a
+	 * loss counted from here on happened no earlier than this tail plus
+	 * a ring. */
+	uint64_t pub_start = sr->published;
 	enum shm_ring_fault fault;
 
 	if (sr->corrupt)
@@ -359,6 +389,10 @@ static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *t
 		sr->loop_id = __atomic_load_n(&r->loop_id, __ATOMIC_RELAXED);
 	}
 	fault = shm_check_ring(head, dropped, sr->last_head, sr->last_dropped);
+	if (fault == SHM_RING_OK)
+		fault = ring_too_fast(sr, head);
+	if (fault == SHM_RING_OK)
+		fault = ring_unwritten(s, i, head);
 	if (fault != SHM_RING_OK) {
 		ring_mark_corrupt(s, i, (uint32_t)fault, head, sr->published);
 		return;
@@ -390,7 +424,7 @@ static void ring_drain(struct session *s, uint32_t i, const struct clock_conv *t
 		sr->last_dropped = dropped;
 	}
 	sr->read += ring_copy_out(s, i, sr->read, head, tc);
-	sr->pub_at_drain = sr->published;
+	sr->pub_at_drain = pub_start;
 	/* Re-armed only when the producer used it: a store to a line the
 	 * producer reads, in each ring at every drain, costs more than the
 	 * load, and most rings are idle. */
@@ -496,6 +530,8 @@ static void session_free(struct session *s)
 	close(s->conn_fd);
 	close(s->nudge_fd);
 	worker_untouch(&s->touch);
+	if (s->memfd >= 0)
+		close(s->memfd);
 	munmap(s->map, s->size);
 	free(s->rings);
 	free(s);
@@ -580,6 +616,7 @@ void session_tick(void)
 {
 	struct session *s = sessions, *next;
 
+	round_ns = mono_ns();
 	for (; s != NULL; s = next) {
 		next = s->next;
 		if (s->closing || s->header_changed) {
@@ -627,6 +664,7 @@ void session_drain_all(void)
 	struct session *start = rr_next != NULL ? rr_next : sessions, *s = start;
 	uint64_t share = UINT64_MAX;
 
+	round_ns = mono_ns();
 	/* alone, a session has no one to share with */
 	inflight_share = UINT64_MAX;
 	if (nsessions > 1) {
@@ -732,7 +770,7 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 {
 	struct xtc_shm_ring *r = ring_at(s, i);
 	struct sring *sr = &s->rings[i];
-	uint64_t cap = s->hdr.ring_capacity;
+	uint64_t cap = s->hdr.ring_capacity, before_ns = mono_ns();
 	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
 	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 
@@ -751,7 +789,9 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 		__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	}
 	sr->read = sr->published = sr->pub_at_drain = sr->start = tail;
-	sr->touch_from = sr->touch_next = tail;
+	sr->touch_from = sr->touch_next = sr->written_to = tail;
+	sr->rate_head = head; /* what came before attach is bounded by the ring only */
+	sr->rate_ns = before_ns;
 	sr->last_head = tail;
 	sr->last_ts = mono_ns();
 	__atomic_store_n(&r->nudge_armed, 1, __ATOMIC_RELEASE);
@@ -782,6 +822,19 @@ static int send_accept(struct session *s)
 	return sendmsg(s->conn_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m ? 0 : -errno;
 }
 
+/* A descriptor of our own for the client's memfd, with its own file
+ * offset (lseek must not move the client's): a fresh open through /proc,
+ * or else a duplicate.  -1 when neither works. */
+static int memfd_reopen(int memfd)
+{
+	char path[40];
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : fcntl(memfd, F_DUPFD_CLOEXEC, 3);
+}
+
 int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, const void *hello,
                    char *why, size_t why_len)
 {
@@ -804,6 +857,7 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 	}
 	s->map = map;
 	s->size = hm->segment_size;
+	s->memfd = memfd_reopen(memfd);
 	memcpy(&s->hdr, map, sizeof s->hdr); /* one copy, then never trusted again */
 	problem = shm_check_header(&s->hdr, s->size);
 	if (problem != NULL) {
@@ -866,6 +920,8 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 refuse:
 	if (s->nudge_fd > 0)
 		close(s->nudge_fd);
+	if (s->memfd >= 0)
+		close(s->memfd);
 	free(s->rings);
 	free(s);
 	munmap(map, hm->segment_size);
@@ -882,8 +938,11 @@ size_t session_uid_totals(struct session_uid_totals *out, size_t max)
 	for (struct session *s = sessions; s != NULL; s = s->next) {
 		struct session_uid_totals *t = uid_row(out, &n, max, s->uid);
 
-		if (t != NULL)
+		if (t != NULL) {
 			uid_add(t, s, session_produced(s));
+			t->shm_mapped += s->size;
+			t->shm_touched += session_touched(s);
+		}
 	}
 	return n;
 }

@@ -1,7 +1,7 @@
 /*
  * xtcd/session_int.h - what session.c shares with session_status.c (the
- * live status of the sessions): the session itself.  Nothing else
- * includes it.
+ * live status of the sessions) and session_guard.c (the checks on a
+ * ring's head): the session itself.  Nothing else includes it.
  */
 #ifndef XTCD_SESSION_INT_H
 #define XTCD_SESSION_INT_H
@@ -12,6 +12,7 @@
 
 #include "proto/xtc_seg.h"
 #include "proto/xtc_shm.h"
+#include "xtcd/shm_check.h"
 #include "xtcd/xtcd.h"
 
 struct sring {
@@ -30,6 +31,9 @@ struct sring {
 	int      corrupt;
 	uint64_t touch_from;    /* first record index whose page we touch */
 	uint64_t touch_next;    /* records below this were handed to the worker */
+	uint64_t rate_head;     /* head at the last speed check (see ring_too_fast) */
+	uint64_t rate_ns;       /* xtcd's clock at or before rate_head was read */
+	uint64_t written_to;    /* first lap: slots below this lie on written pages */
 };
 
 struct session {
@@ -45,6 +49,7 @@ struct session {
 	struct worker_touch touch;   /* the worker's first touch of its rings */
 	uint8_t *map;
 	uint64_t size;
+	int      memfd;         /* our own open of it, for SEEK_DATA; -1: none */
 	struct xtc_shm_hdr hdr;  /* the validated copy */
 	struct sring *rings;
 	struct xtc_seg_session_start start;
@@ -72,5 +77,19 @@ static inline struct xtc_shm_ring *ring_at(const struct session *s, uint32_t i)
 
 /* Records the producer of s made since attach (see the top of session.c). */
 uint64_t session_produced(const struct session *s);
+
+/* xtcd's clock taken before the current drain round read any head. */
+extern uint64_t round_ns;
+
+/* The checks of session_guard.c on a head that passed shm_check_ring:
+ * not faster than a producer can write since the last check (updating
+ * the check's mark), and not over slots of ring i never written on its
+ * first lap.  SHM_RING_OK, or the fault to mark the ring corrupt with. */
+enum shm_ring_fault ring_too_fast(struct sring *sr, uint64_t head);
+enum shm_ring_fault ring_unwritten(struct session *s, uint32_t i, uint64_t head);
+
+/* Bytes of s's segment that xtcd's drains and prefetches have reached:
+ * the header, each ring's header, and the records of at most one lap. */
+uint64_t session_touched(const struct session *s);
 
 #endif /* XTCD_SESSION_INT_H */

@@ -27,6 +27,16 @@ void session_sample(void)
 	}
 }
 
+uint64_t session_shm_touched_uid(uid_t uid)
+{
+	uint64_t n = 0;
+
+	for (const struct session *s = sessions; s != NULL; s = s->next)
+		if (s->uid == uid)
+			n += session_touched(s);
+	return n;
+}
+
 /* Ring fills as the mapping shows them: head (untrusted, so clamped)
  * less the tail we published, for each ring bound to a thread or still
  * holding records. */

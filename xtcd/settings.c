@@ -61,6 +61,11 @@ const struct setting settings_table[] = {
 	  .flags = SETTING_AUTO, .min = 1, .max = 1000000, .def = "auto",
 	  .off = F(max_sessions_per_uid), .arg = "N",
 	  .help = "at most N sessions of one uid attached at once; auto: half of --max-clients" },
+	{ .key = "max_shm_per_uid", .flag = "max-shm-per-uid", .type = SETTING_SIZE,
+	  .flags = SETTING_AUTO, .min = 1u << 20, .def = "auto", .off = F(max_shm_per_uid),
+	  .example = "4G", .arg = "SIZE",
+	  .help = "the client segments of one uid xtcd maps at once at most SIZE bytes; "
+	          "auto: half of physical memory" },
 	{ .key = "allow_uids", .flag = "allow-uid", .type = SETTING_UIDS, .def = "any",
 	  .off = F(allow_uids), .off2 = F(allow_uid_count), .arg = "LIST",
 	  .help = "only these users (names or uids, comma-separated) may attach; root always may" },
@@ -360,6 +365,8 @@ static int apply_size(const struct setting *s, const char *v, struct config *c)
 
 	if ((s->flags & SETTING_NONE) && strcmp(v, "none") == 0)
 		return *field = CONF_NO_QUOTA, 0;
+	if ((s->flags & SETTING_AUTO) && strcmp(v, "auto") == 0)
+		return *field = 0, 0;
 	/* refuse the absurd, so that no size reads as "none" */
 	if (parse_size(v, &size) < 0 || size > (1ULL << 60) || size < s->min)
 		return -1;
@@ -503,6 +510,8 @@ const char *settings_form(const struct setting *s, char *buf, size_t len)
 			         conf_size_text(s->min, min, sizeof min), s->example);
 		else
 			snprintf(buf, len, "a size such as %s", s->example);
+		if (s->flags & SETTING_AUTO)
+			snprintf(buf + strlen(buf), len - strlen(buf), ", or auto");
 		break;
 	case SETTING_UINT:
 		snprintf(buf, len, "a whole number%s%s from %llu to %llu", s->example ? " of " : "",
@@ -582,7 +591,10 @@ const char *settings_format(const struct setting *s, const struct config *c, cha
 		snprintf(buf, len, "%s", p != NULL ? p : "none");
 		break;
 	case SETTING_SIZE:
-		conf_size_text(*FIELD(c, s->off, const uint64_t), buf, len);
+		if ((s->flags & SETTING_AUTO) && *FIELD(c, s->off, const uint64_t) == 0)
+			snprintf(buf, len, "auto");
+		else
+			conf_size_text(*FIELD(c, s->off, const uint64_t), buf, len);
 		break;
 	case SETTING_UINT:
 		u = *FIELD(c, s->off, const unsigned);

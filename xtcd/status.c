@@ -290,6 +290,9 @@ static void fill_status(struct xtc_msg_status *m, uid_t uid, size_t listed)
 	m->lost = t.lost;
 	m->uid_bytes = store_uid_bytes(uid);
 	m->uid_quota = conf_quota_for(&cfg, uid);
+	m->uid_shm_mapped = session_shm_uid(uid);
+	m->uid_shm_touched = session_shm_touched_uid(uid);
+	m->uid_shm_max = conf_max_shm_per_uid(&cfg);
 	m->drain_ms = cfg.drain_ms;
 	m->flags = strncmp(io, "io_uring", 8) == 0 ? 1u : 0u;
 	if (strstr(io, "registered") != NULL)

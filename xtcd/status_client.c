@@ -250,6 +250,10 @@ static void print_text(FILE *out, const struct answer *a)
 		fprintf(out, "  quota     uid %u: %s of %s\n", d->peer_uid,
 		        print_bytes(b1, sizeof b1, d->uid_bytes),
 		        print_bytes(b2, sizeof b2, d->uid_quota));
+	fprintf(out, "  shm       uid %u: %s of segments mapped (%s touched), at most %s\n",
+	        d->peer_uid, print_bytes(b1, sizeof b1, d->uid_shm_mapped),
+	        print_bytes(b2, sizeof b2, d->uid_shm_touched),
+	        print_bytes(b3, sizeof b3, d->uid_shm_max));
 	fprintf(out, "  sessions  %u live", d->sessions);
 	if (a->n != d->sessions)
 		fprintf(out, ", %zu of uid %u shown", a->n, d->peer_uid);
@@ -353,6 +357,9 @@ static void print_json(FILE *out, const struct answer *a)
 		fputs("\"uid_quota\":null,", out);
 	else
 		json_u64(out, "uid_quota", d->uid_quota, 1);
+	json_u64(out, "uid_shm_mapped", d->uid_shm_mapped, 1);
+	json_u64(out, "uid_shm_touched", d->uid_shm_touched, 1);
+	json_u64(out, "uid_shm_max", d->uid_shm_max, 1);
 	fputs("\"sessions\":[", out);
 	for (size_t i = 0; i < a->n; i++) {
 		if (i)

@@ -60,6 +60,7 @@ struct config {
 	size_t      quota_count;
 	int         log_level;     /* enum xlog_level */
 	unsigned    max_sessions_per_uid; /* 0: auto, see conf_max_sessions_per_uid */
+	uint64_t    max_shm_per_uid; /* 0: auto, see conf_max_shm_per_uid */
 	const char *metrics_file;  /* node-exporter textfile (metrics.c); NULL: none */
 	/* xtcd --ship's (ship_opts.c); the daemon ignores them */
 	const char *ship_url;      /* ClickHouse HTTP URL; NULL: none */
@@ -176,6 +177,11 @@ void session_tick(void);
 size_t session_count(void);
 /* Live sessions of uid (max_sessions_per_uid bounds it). */
 size_t session_count_uid(uid_t uid);
+/* Bytes of the live sessions' segments of uid that xtcd has mapped
+ * (max_shm_per_uid bounds it), and how many of them its drains and
+ * prefetches have reached, which bounds what it faulted in. */
+uint64_t session_shm_uid(uid_t uid);
+uint64_t session_shm_touched_uid(uid_t uid);
 /* Live status (status.c): sample the rates once a second; fill one
  * STATUS_SESSION per session `uid` may see (root sees all), at most max,
  * and return how many; and the counts over every session since start. */
@@ -188,10 +194,12 @@ void   session_sample(void);
 size_t session_status(uid_t uid, struct xtc_msg_status_session *out, size_t max);
 void   session_totals(struct session_totals *t);
 /* The same counts per uid, over every session since start (live ones
- * included), with the sessions attached: at most max uids, how many. */
+ * included), with the sessions attached, and the bytes of the live ones'
+ * segments mapped and touched now: at most max uids, how many. */
 struct session_uid_totals {
 	uid_t    uid;
 	uint64_t sessions, produced, written, dropped, lost;
+	uint64_t shm_mapped, shm_touched;
 };
 size_t session_uid_totals(struct session_uid_totals *out, size_t max);
 

@@ -70,6 +70,9 @@ static const struct name corrupt_reasons[] = {
 	[XTC_CORRUPT_HEAD_BACKWARDS]    = { "head_backwards", "head went backwards" },
 	[XTC_CORRUPT_HEAD_JUMPED]       = { "head_jumped", "head ran past the ring" },
 	[XTC_CORRUPT_DROPPED_BACKWARDS] = { "dropped_backwards", "drop counter went backwards" },
+	[XTC_CORRUPT_HEAD_TOO_FAST]     = { "head_too_fast",
+	                                    "head moved faster than a producer can write" },
+	[XTC_CORRUPT_UNWRITTEN]         = { "unwritten", "head covers memory never written" },
 };
 
 /* One enumeration: its rows, and how a value it does not name prints. */

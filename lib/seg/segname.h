@@ -41,7 +41,8 @@ const char *segname_end_reason_text(uint32_t reason, char *buf, size_t len);
 const char *segname_drop_cause(uint32_t cause, char *buf, size_t len);
 
 /* enum xtc_seg_corrupt_reason: "head_backwards", "head_jumped",
- * "dropped_backwards" or "reason_<n>" (in buf). */
+ * "dropped_backwards", "head_too_fast", "unwritten" or "reason_<n>" (in
+ * buf). */
 const char *segname_corrupt_reason(uint32_t reason, char *buf, size_t len);
 
 /* The same as a phrase: "head went backwards", ... or "reason <n>". */

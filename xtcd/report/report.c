@@ -475,8 +475,12 @@ static void on_other(struct report *rep, const struct segread_item *it)
 					rep->sess[k]->evicted = 1;
 		break;
 	case SEGREAD_CORRUPT:
-		if ((s = report_sess(rep, it->u.corrupt.session_id)))
-			s->corrupt_rings++;
+		if ((s = report_sess(rep, it->u.corrupt.session_id))) {
+			if (s->corrupt_rings++ == 0)
+				s->corrupt_reason = it->u.corrupt.reason;
+			else if (s->corrupt_reason != it->u.corrupt.reason)
+				s->corrupt_reason = UINT32_MAX;
+		}
 		break;
 	default:
 		break;
@@ -622,8 +626,11 @@ static void text_record(struct report *rep)
 			fprintf(rep->out, "    its older records were deleted under the byte budget: "
 			        "nothing is known before %s\n", print_wall(a, sizeof(a), s->first_t));
 		if (s->corrupt_rings)
-			fprintf(rep->out, "    %" PRIu64 " ring%s taken out of draining as corrupt\n",
-			        s->corrupt_rings, s->corrupt_rings == 1 ? "" : "s");
+			fprintf(rep->out, "    %" PRIu64 " ring%s taken out of draining as corrupt (%s%s)\n",
+			        s->corrupt_rings, s->corrupt_rings == 1 ? "" : "s",
+			        s->corrupt_reason == UINT32_MAX ? "for different reasons: see --cat" : "",
+			        s->corrupt_reason == UINT32_MAX ? ""
+			                : segname_corrupt_reason_text(s->corrupt_reason, a, sizeof(a)));
 		if (s->late || s->forced)
 			fprintf(rep->out, "    %" PRIu64 " records arrived out of order beyond the merge "
 			        "window: joins near them may be wrong\n", s->late + s->forced);
@@ -653,19 +660,26 @@ static void json_record(struct report *rep, const char *dir)
 	        rep->ndamage, filter_active(&rep->ro->filter) ? "true" : "false", rep->o->stall_ns);
 	for (size_t i = 0; i < rep->nsess; i++) {
 		const struct rp_sess *s = rep->sess[i];
+		char cbuf[32];
+		const char *creason = "null", *q = "";
 
+		if (s->corrupt_rings && s->corrupt_reason != UINT32_MAX)
+			creason = segname_corrupt_reason(s->corrupt_reason, cbuf, sizeof(cbuf)), q = "\"";
+		else if (s->corrupt_rings)
+			creason = "mixed", q = "\"";
 		fprintf(rep->out, "{\"type\":\"session\",\"session\":%" PRIu64 ",\"pid\":%" PRIu32
 		        ",\"comm\":", s->id, s->os_pid);
 		print_json_string(rep->out, s->comm, strlen(s->comm));
 		fprintf(rep->out, ",\"first_real_ns\":%" PRIu64 ",\"last_real_ns\":%" PRIu64
 		        ",\"events\":%" PRIu64 ",\"view_events\":%" PRIu64 ",\"loops\":%zu,\"procs\":%"
 		        PRIu64 ",\"drops\":%zu,\"dropped_records\":%" PRIu64 ",\"evicted\":%s"
-		        ",\"corrupt_rings\":%" PRIu64 ",\"out_of_order\":%" PRIu64 ",\"parks\":%" PRIu64
+		        ",\"corrupt_rings\":%" PRIu64 ",\"corrupt_reason\":%s%s%s,\"out_of_order\":%" PRIu64 ",\"parks\":%" PRIu64
 		        ",\"chains_completed\":%" PRIu64 ",\"chains_resumed\":%" PRIu64
 		        ",\"chains_in_flight\":%" PRIu64 ",\"orphan_reaps\":%" PRIu64
 		        ",\"orphan_wakes\":%" PRIu64 ",\"end\":", s->first_t, s->last_t, s->events,
 		        s->view_events, s->nloops, s->nprocs, s->ndrops, s->dropped_seen,
-		        s->evicted ? "true" : "false", s->corrupt_rings, s->late + s->forced, s->parks,
+		        s->evicted ? "true" : "false", s->corrupt_rings, q, creason, q,
+		        s->late + s->forced, s->parks,
 		        s->chains_done, s->chains_resumed, s->chains_inflight, s->orphan_reap,
 		        s->orphan_wake);
 		if (s->ended)

@@ -202,6 +202,7 @@ struct rp_sess {
 	struct rp_drop *drops;
 	size_t   ndrops, drops_cap;
 	uint64_t dropped_seen, corrupt_rings;
+	uint32_t corrupt_reason;   /* of its CORRUPT records; UINT32_MAX: they differ */
 	/* counts (in view) */
 	uint64_t events, view_events, kinds[RP_NKINDS + 1];
 	/* loops */

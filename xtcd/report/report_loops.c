@@ -425,7 +425,8 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 	struct imbalance im;
 	int pct[RP_SLICES], any_busy = 0;
 
-	qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
+	if (s->nloops > 1) /* a session with no records has no loops array */
+		qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
 	s->last_loop = 0;
 	fprintf(rep->out, "  session %" PRIu64 " (%s pid %" PRIu32 "): %zu loop%s\n", s->id, s->comm,
 	        s->os_pid, s->nloops, s->nloops == 1 ? "" : "s");
@@ -492,7 +493,8 @@ void report_loops_json(struct report *rep)
 	for (size_t i = 0; i < rep->nsess; i++) {
 		struct rp_sess *s = rep->sess[i];
 
-		qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
+		if (s->nloops > 1) /* a session with no records has no loops array */
+			qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
 		s->last_loop = 0;
 		for (size_t k = 0; k < s->nloops; k++) {
 			const struct rp_loop *l = &s->loops[k];
