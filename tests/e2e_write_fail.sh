@@ -1,6 +1,6 @@
 #!/bin/bash
 # A write that fails part way, with writes queued and in flight behind it:
-# xtcd runs under a 2 MiB file size limit (ulimit -f, SIGXFSZ ignored), so
+# xtcd runs under a 512 KiB file size limit (ulimit -f, SIGXFSZ ignored), so
 # the write that crosses it comes back short and its rest, and every write
 # behind it, fail with EFBIG.  Each segment must be cut back to its last
 # whole block (xtcd --cat reads the directory with exit 0 and says nothing:
@@ -15,7 +15,7 @@ for io in io_uring pwrite; do
 	: >"$T/xtcd.log"
 	flags=()
 	[ "$io" = pwrite ] && flags=(--pwrite)
-	( trap '' XFSZ; ulimit -f 2048; exec "$XTCD" --dir "$DIR" --socket "$SOCK" "${flags[@]}" \
+	( trap '' XFSZ; ulimit -f 512; exec "$XTCD" --dir "$DIR" --socket "$SOCK" "${flags[@]}" \
 		>>"$T/xtcd.log" 2>&1 ) &
 	XTCD_PID=$!
 	wait_log listening 10
