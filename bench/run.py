@@ -3,7 +3,8 @@
 
 usage: bench/run.py [--builddir DIR] [--srcdir DIR] [--rounds N] [--reps N]
                     [--events N] [--hist N] [--sustain-seconds S]
-                    [--burst-runs N] [--only 1,2,...] [--quick] [--no-lttng]
+                    [--confirm-seconds S] [--burst-runs N] [--ring-runs N]
+                    [--io-runs N] [--only 1,2,...] [--quick] [--no-lttng]
 
 `make bench` runs this through bench/run.sh.  Both sides run the same
 driver source (bench/xb.c, built as bench/xb-xtc and bench/xb-lttng) on the
@@ -35,7 +36,13 @@ ap.add_argument("--sustain-seconds", type=float, default=10.0,
 ap.add_argument("--probe-seconds", type=float, default=2.0, help="length of a rate probe")
 ap.add_argument("--burst-runs", type=int, default=5, help="10M bursts at default settings")
 ap.add_argument("--search-runs", type=int, default=3, help="bursts per candidate ring size")
-ap.add_argument("--only", default="1,2,3,4,5,6,7", help="sections to run")
+ap.add_argument("--ring-runs", type=int, default=5,
+                help="bursts per ring size in the default-ring-size comparison")
+ap.add_argument("--confirm-seconds", type=float, default=30.0,
+                help="xtc-tail's sustained rate is confirmed for this long (judged figure)")
+ap.add_argument("--io-runs", type=int, default=3,
+                help="interleaved io_uring/pwrite runs of the drain+write figures")
+ap.add_argument("--only", default="1,2,3,4,5,6,7", help="sections to run (1-7)")
 ap.add_argument("--quick", action="store_true", help="small figures, to try the harness")
 ap.add_argument("--no-lttng", action="store_true", help="the xtc-tail column alone")
 ap.add_argument("--xtcd", default=os.environ.get("XTCD"), help="the xtcd to run (default: the build's)")
@@ -43,11 +50,13 @@ A = ap.parse_args()
 if A.quick:
     A.rounds, A.reps, A.events, A.hist = 1, 2, 1_000_000, 100_000
     A.sustain_seconds, A.probe_seconds, A.burst_runs, A.search_runs = 2.0, 0.5, 2, 1
+    A.ring_runs, A.confirm_seconds, A.io_runs = 1, 2.0, 1
 ONLY = {int(x) for x in A.only.split(",") if x.strip()}
 
 B = os.path.abspath(A.builddir)
 S = os.path.abspath(A.srcdir)
 XTCD = os.path.abspath(A.xtcd) if A.xtcd else os.path.join(B, "xtcd/xtcd")
+DRAIN_BENCH = os.path.join(B, "bench/drain_bench")
 DEMO = os.path.join(B, "examples/xtc-demo")
 XB = {"xtc": os.path.join(B, "bench/xb-xtc"), "lttng": os.path.join(B, "bench/xb-lttng")}
 OUT = os.path.join(B, "bench")
@@ -586,6 +595,53 @@ def burst():
     row(f"smallest ring losing none in {A.search_runs} runs", fmt("xtc"),
         fmt("lttng") if "lttng" in found or LTT["ok"] else "-", ratio="-")
     RAW["burst"]["found"] = {k: str(v) for k, v in found.items()}
+    ring_sizes()
+
+
+RING_SIZES = (DEFAULT_RING, 2 * DEFAULT_RING, 4 * DEFAULT_RING)
+
+
+def quiet_app_mem(ring):
+    """What a ring size costs an application that emits little: xb paced
+    at 1,000 events/s on one loop for 3 s, rings of `ring` records; the
+    app's memory and xtcd's (which touches a bound ring's pages ahead of
+    its producer) read near the end of the run, in KiB."""
+    d = Xtcd()
+    try:
+        p = subprocess.Popen([XB["xtc"], "paced", "--rate", "1000", "--loops", "1", "--seconds", "3"],
+                             env=d.env(XTC_TAIL_RING_RECORDS=ring), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(2.5)
+        app, xd = proc_mem_kb(p.pid), proc_mem_kb(d.p.pid)
+        p.wait(timeout=120)
+        return dict(app=app, xtcd=xd)
+    finally:
+        d.close()
+
+
+def ring_sizes():
+    """The default ring size, weighed: burst drops at each size (--ring-runs
+    bursts each) against the memory a quiet application and xtcd pay."""
+    res = RAW["burst"].setdefault("ring_sizes", {})
+    for size in RING_SIZES:
+        r = res.setdefault(str(size), {"drops": []})
+        for i in range(A.ring_runs):
+            log(f"   burst ring {size} run {i + 1}")
+            r["drops"].append(burst_once("xtc", ring=size)[0])
+        log(f"   quiet app, ring {size}")
+        r["mem"] = quiet_app_mem(size)
+
+    def drops(v):
+        bad = [d for d in v if d]
+        return f"{len(bad)} of {len(v)}" + (f" (up to {max(bad) / M:.2f}M)" if bad else "")
+    row(f"xtc ring size: bursts dropping, of {A.ring_runs} each",
+        "; ".join(f"{k}: {drops(v['drops'])}" for k, v in res.items()), "-", ratio="-")
+    mib = lambda kb: f"{kb / 1024:.1f}"
+    row("xtc ring size: a quiet app (1k events/s) RSS / shmem, xtcd RSS / shmem, MiB",
+        "; ".join(f"{k}: app {mib(v['mem']['app'].get('VmRSS', 0))} / "
+                  f"{mib(v['mem']['app'].get('RssShmem', 0))}, xtcd "
+                  f"{mib(v['mem']['xtcd'].get('VmRSS', 0))} / {mib(v['mem']['xtcd'].get('RssShmem', 0))}"
+                  for k, v in res.items()), "-", ratio="-")
 
 
 # ---------------------------------------------------------------------
@@ -645,6 +701,22 @@ def sustain(s, loops, xtcd_args=()):
     return best, trials
 
 
+def confirm(loops, best):
+    """xtc-tail's found rate held for --confirm-seconds (the judged figure),
+    stepping down by a quarter at most twice."""
+    rate = best["rate"] if best else None
+    for _ in range(3):
+        if rate is None:
+            return None
+        ok, d = rate_trial("xtc", loops, rate, A.confirm_seconds)
+        log(f"   xtc {loops} loop(s) {rate / M:.2f}M/s confirmed for {A.confirm_seconds:g}s: "
+            f"{'ok' if ok else 'FAIL'} (achieved {d['achieved'] / M:.2f}M/s, dropped {d['dropped']})")
+        if ok:
+            return d
+        rate = float(f"{rate * 0.75:.2g}")
+    return None
+
+
 def sustained_rate():
     section(f"4. Sustained rate: highest paced rate with zero drops for {A.sustain_seconds:g} s")
     res = RAW.setdefault("sustain", {})
@@ -652,6 +724,7 @@ def sustained_rate():
         for s in sides():
             best, trials = sustain(s, loops)
             res.setdefault(str(loops), {})[s] = dict(best=best, trials=trials)
+        res[str(loops)]["xtc"]["confirmed"] = confirm(loops, res[str(loops)]["xtc"]["best"])
         cell = {}
         for s in sides():
             b = res[str(loops)][s]["best"]
@@ -670,6 +743,10 @@ def sustained_rate():
                     f" CPU-s per M events)"), pct
         cx, cl = cpu(xb), cpu(lb)
         row("  daemon CPU at that rate", cx[0], cl[0], ratio="-")
+        c = res[str(loops)]["xtc"]["confirmed"]
+        row(f"  xtc-tail held for {A.confirm_seconds:g} s (zero drops)",
+            "%.2fM events/s (achieved %.2fM), daemon %s" % (c["rate"] / M, c["achieved"] / M, cpu(c)[0])
+            if c else "none held", "-", ratio="-")
     # The same search with xtcd's fdatasync at segment rotation turned off:
     # it runs on the event loop, and while it runs nothing is drained.
     best, trials = sustain("xtc", 1, ("--sync", "never"))
@@ -731,6 +808,40 @@ def bytes_on_disk():
 # ---------------------------------------------------------------------
 # 6. The daemon
 
+def overload_once(s, how):
+    """Flat out for 3 s from one thread: what the daemon wrote per second
+    (written = emitted - dropped), and what it cost."""
+    args = ["flat", "--seconds", 3]
+    r = run_xtc(args, **how) if s == "xtc" else run_lttng(args)
+    sd, fl = r["side"], r["flat"]
+    written = fl["emitted"] - (sd["dropped"] or 0)
+    return dict(emitted=fl["emitted"], written=written, seconds=fl["seconds"],
+                ev_per_s=written / fl["seconds"], mb_per_s=sd["bytes"] / fl["seconds"] / 2**20,
+                emitted_per_s=fl["emitted"] / fl["seconds"], cpu=sd["daemon_cpu"],
+                cpu_pct=100 * sd["daemon_cpu"] / fl["seconds"], mem=sd["mem"])
+
+
+DRAIN_RE = re.compile(r"steady rounds: +([\d.]+)M records/s wall, +([\d.]+)M per CPU-second\s+"
+                      r"steady CPU per record: ([\d.]+) ns, of which ([\d.]+) ns in the kernel")
+
+
+def drain_bench_once(pwrite):
+    """bench/drain_bench: xtcd's own drain, encoder and writer on one ring
+    filled ahead (no producer racing it), 40 rounds of the default ring."""
+    p = subprocess.run([DRAIN_BENCH, "--rounds", "40", "--sync", "never"] + (["--pwrite"] if pwrite else []),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    m = DRAIN_RE.search(p.stdout)
+    if p.returncode != 0 or not m:
+        raise RuntimeError("bench/drain_bench: " + p.stdout.strip()[-300:])
+    return dict(wall=float(m.group(1)) * M, per_cpu=float(m.group(2)) * M,
+                ns=float(m.group(3)), kernel_ns=float(m.group(4)))
+
+
+def by_median(runs, key):
+    """The run whose `key` is the median (the lower middle one)."""
+    return sorted(runs, key=lambda d: d[key])[(len(runs) - 1) // 2] if runs else None
+
+
 def daemon_cost():
     section("6. The daemon (xtcd; LTTng: sessiond + consumerd, mmap output)")
     res = RAW.setdefault("daemon", {})
@@ -748,15 +859,25 @@ def daemon_cost():
             steady = dict(cpu=sd["daemon_cpu"], cpu_per_m=sd["daemon_cpu"] / ev,
                           pct=100 * sd["daemon_cpu"] / r["paced"]["seconds"], mem=sd["mem"],
                           dropped=sd["dropped"])
-            log(f"   daemon flat out for 3 s, {name}: {s}")
-            args = ["flat", "--seconds", 3]
-            r = run_xtc(args, **how) if s == "xtc" else run_lttng(args)
-            sd, fl = r["side"], r["flat"]
-            written = fl["emitted"] - (sd["dropped"] or 0)
-            over = dict(emitted=fl["emitted"], written=written, seconds=fl["seconds"],
-                        ev_per_s=written / fl["seconds"], mb_per_s=sd["bytes"] / fl["seconds"] / 2**20,
-                        cpu=sd["daemon_cpu"], mem=sd["mem"])
-            res.setdefault(name, {})[s] = dict(steady=steady, overload=over)
+            res.setdefault(name, {})[s] = dict(steady=steady, overloads=[])
+    # io_uring and pwrite in turn, round after round, so that the machine's
+    # load hits both alike; LTTng once.
+    for rnd in range(A.io_runs):
+        for name, how in cfg:
+            for s in sides():
+                if s == "lttng" and (name == "pwrite" or rnd > 0):
+                    continue
+                log(f"   daemon flat out for 3 s, {name}: {s} round {rnd + 1}")
+                res[name][s]["overloads"].append(overload_once(s, how))
+    for name, _ in cfg:
+        for d in res[name].values():
+            d["overload"] = by_median(d["overloads"], "ev_per_s")
+    db = RAW.setdefault("drain_bench", {"io_uring": [], "pwrite": []})
+    if os.path.exists(DRAIN_BENCH):
+        for rnd in range(2 * A.io_runs):
+            for name, how in cfg:
+                log(f"   bench/drain_bench, {name}: round {rnd + 1}")
+                db[name].append(drain_bench_once(how["pwrite"]))
     for name, _ in cfg:
         x, l = res[name]["xtc"], res[name].get("lttng")
         lab = name if name == "io_uring" else "pwrite fallback"
@@ -767,11 +888,38 @@ def daemon_cost():
         m = lambda d: (f"{d['steady']['mem'].get('VmHWM', 0) / 1024:.1f} MiB peak "
                        f"({d['steady']['mem'].get('RssAnon', 0) / 1024:.1f} MiB anon)" if d else "-")
         row(f"{lab}: daemon RSS", m(x), m(l), ratio="-")
-        o = lambda d: (f"{d['overload']['ev_per_s'] / M:.1f}M events/s, "
-                       f"{d['overload']['mb_per_s']:.0f} MiB/s" if d else "-")
-        row(f"{lab}: drain+write throughput under overload", o(x), o(l),
-            ratio=(f"{x['overload']['ev_per_s'] / l['overload']['ev_per_s']:.1f} (xtc/LTTng)"
-                   if l else "-"))
+
+        def o(d):
+            if not d:
+                return "-"
+            v = [r["ev_per_s"] / M for r in d["overloads"]]
+            o_ = d["overload"]
+            return (f"{spread(v, 'M')} events/s, {o_['mb_per_s']:.0f} MiB/s; producer "
+                    f"{o_['emitted_per_s'] / M:.1f}M/s, daemon {o_['cpu_pct']:.0f}% of a core")
+        if name == "io_uring":
+            ratio = (f"{x['overload']['ev_per_s'] / l['overload']['ev_per_s']:.1f} (xtc/LTTng)"
+                     if l else "-")
+        else:
+            u = res["io_uring"]["xtc"]["overload"]["ev_per_s"]
+            ratio = f"{u / x['overload']['ev_per_s']:.2f} (io_uring/pwrite)"
+        row(f"{lab}: drain+write throughput under overload ({len(x['overloads'])} runs)", o(x), o(l),
+            ratio=ratio)
+    for name, _ in cfg:
+        v = db[name]
+        if not v:
+            row(f"{name}: drain+write, one ring filled ahead (bench/drain_bench)",
+                "bench/drain_bench not built", "-", ratio="-")
+            continue
+        mid = by_median(v, "wall")
+        cell = (f"{spread([r['wall'] / M for r in v], 'M')} events/s wall, "
+                f"{med([r['per_cpu'] for r in v]) / M:.1f}M per CPU-second "
+                f"({mid['ns']:.2f} ns a record, {mid['kernel_ns']:.2f} in the kernel)")
+        ratio = "-"
+        if name == "pwrite" and db["io_uring"]:
+            ratio = (f"{med([r['wall'] for r in db['io_uring']]) / med([r['wall'] for r in v]):.2f} "
+                     f"(io_uring/pwrite, wall)")
+        row(f"{name}: drain+write, one ring filled ahead (bench/drain_bench, {len(v)} runs)", cell, "-",
+            ratio=ratio)
 
 
 # ---------------------------------------------------------------------
@@ -889,7 +1037,8 @@ def targets():
         out.append(("disabled < 1 ns", d < 1, f"{d:.2f} ns"))
     if "burst" in RAW:
         drops = [d for d, _ in RAW["burst"]["default"].get("xtc", [])]
-        out.append((f"zero drops on the {A.events / M:g}M burst, default settings",
+        out.append((f"zero drops on the {A.events / M:g}M burst, default settings, in "
+                    f"{len(drops)} of {len(drops)} runs",
                     drops and not any(drops),
                     f"dropped in {sum(1 for d in drops if d)} of {len(drops)} runs, "
                     f"up to {max(drops) if drops else 0}"))
@@ -901,8 +1050,97 @@ def targets():
     if dm:
         out.append(("daemon < 5% of a core at 1M events/s", dm["steady"]["pct"] < 5,
                     f"{dm['steady']['pct']:.1f}% ({dm['steady']['cpu_per_m']:.3f} CPU-s per M)"))
-    RAW["targets"] = [dict(target=t, met=bool(m), figure=f) for t, m, f in out]
-    return "\n".join(f"  {'MET    ' if m else 'NOT MET'}  {t}: {f}" for t, m, f in out)
+    out += targets_drain()
+    RAW["targets"] = [dict(target=t, met=m, figure=f) for t, m, f in out]
+    word = lambda m: "N/A    " if m is None else "MET    " if m else "NOT MET"
+    return "\n".join(f"  {word(m)}  {t}: {f}" for t, m, f in out)
+
+
+def targets_drain():
+    """The drain's targets: throughput on one core, io_uring against pwrite,
+    sustained rates held for --confirm-seconds, the daemon's CPU against
+    LTTng consumerd's."""
+    out = []
+    db = RAW.get("drain_bench", {})
+    dm = RAW.get("daemon", {})
+    if db.get("io_uring"):
+        cu, wu = med([r["per_cpu"] for r in db["io_uring"]]), med([r["wall"] for r in db["io_uring"]])
+        cp = med([r["per_cpu"] for r in db["pwrite"]]) if db.get("pwrite") else float("nan")
+        out.append(("drain+write >= 110M events/s on one core (bench/drain_bench, io_uring: encode, "
+                     "CRC, write, per CPU-second)", cu >= 110 * M,
+                    f"{cu / M:.1f}M per CPU-second, {wu / M:.1f}M wall (pwrite {cp / M:.1f}M per CPU-second)"))
+    ou = dm.get("io_uring", {}).get("xtc", {}).get("overload")
+    op = dm.get("pwrite", {}).get("xtc", {}).get("overload")
+    if db.get("io_uring") and db.get("pwrite") and ou and op:
+        wu, wp = med([r["wall"] for r in db["io_uring"]]), med([r["wall"] for r in db["pwrite"]])
+        out.append(("io_uring >= pwrite (medians: bench/drain_bench wall, and under overload)",
+                    wu >= wp and ou["ev_per_s"] >= op["ev_per_s"],
+                    f"drain_bench {wu / M:.1f}M vs {wp / M:.1f}M ({wu / wp:.2f}), overload "
+                    f"{ou['ev_per_s'] / M:.1f}M vs {op['ev_per_s'] / M:.1f}M "
+                    f"({ou['ev_per_s'] / op['ev_per_s']:.2f})"))
+    su = RAW.get("sustain", {})
+    for loops, what in (("1", "one loop"), ("4", "four loops in all")):
+        if loops not in su:
+            continue
+        c = su[loops]["xtc"].get("confirmed")
+        out.append((f"sustained, {what} >= 40M events/s with zero drops for {A.confirm_seconds:g} s",
+                    bool(c) and c["rate"] >= 40 * M,
+                    f"{c['rate'] / M:.2f}M events/s held (achieved {c['achieved'] / M:.2f}M)" if c
+                    else "no rate held"))
+    x, l = dm.get("io_uring", {}).get("xtc"), dm.get("io_uring", {}).get("lttng")
+    if x:
+        goal = "daemon CPU per million events at 1M/s <= half of LTTng consumerd's (same run)"
+        if l:
+            xv, lv = x["steady"]["cpu_per_m"], l["steady"]["cpu_per_m"]
+            out.append((goal, xv <= lv / 2, f"{xv:.4f} vs {lv:.4f} CPU-s per M "
+                                            f"({xv / lv:.2f} of LTTng's)"))
+        else:
+            out.append((goal, None, f"{x['steady']['cpu_per_m']:.4f} CPU-s per M; LTTng not measured "
+                                    f"({LTT['why']})"))
+    return out
+
+
+def issue16_table():
+    """The drain's figures, xtc-tail beside LTTng, from this run."""
+    rows = []
+    b = RAW.get("burst", {}).get("default", {})
+
+    def burst(v):
+        drops = [d for d, _ in v]
+        bad = [d for d in drops if d]
+        return (f"dropped in {len(bad)} of {len(drops)} runs" +
+                (f", up to {max(bad) / M:.2f}M" if bad else "")) if drops else "-"
+    if b:
+        rows.append((f"{A.events / M:g}M events flat out, one thread, default ring "
+                     f"({DEFAULT_RING:,} records)", burst(b.get("xtc", [])),
+                     burst(b["lttng"]) if "lttng" in b else "-"))
+    dm, db = RAW.get("daemon", {}), RAW.get("drain_bench", {})
+    ov = lambda d: (f"{d['overload']['ev_per_s'] / M:.1f}M events/s (producer "
+                    f"{d['overload']['emitted_per_s'] / M:.1f}M/s)" if d and d.get("overload") else "-")
+    dbc = lambda v: (f"; filled ahead {med([r['wall'] for r in v]) / M:.1f}M wall, "
+                     f"{med([r['per_cpu'] for r in v]) / M:.1f}M per CPU-s" if v else "")
+    if dm:
+        rows.append(("drain + encode + write under overload, io_uring",
+                     ov(dm["io_uring"]["xtc"]) + dbc(db.get("io_uring")),
+                     ov(dm["io_uring"].get("lttng")) + (" (consumerd)" if dm["io_uring"].get("lttng") else "")))
+        rows.append(("the same with the pwrite fallback", ov(dm["pwrite"]["xtc"]) + dbc(db.get("pwrite")),
+                     "-"))
+    su = RAW.get("sustain", {})
+    for loops in ("1", "4"):
+        if loops in su:
+            c, lb = su[loops]["xtc"].get("confirmed"), su[loops].get("lttng", {}).get("best")
+            rows.append((f"sustained, {loops} loop{'s' if loops != '1' else ''}, 0 drops for "
+                         f"{A.confirm_seconds:g} s (LTTng: {A.sustain_seconds:g} s)",
+                         f"{c['rate'] / M:.1f}M events/s" if c else "none held",
+                         f"{lb['rate'] / M:.1f}M" if lb else "-"))
+    if dm:
+        x, l = dm["io_uring"]["xtc"], dm["io_uring"].get("lttng")
+        rows.append(("daemon CPU per million events at 1M/s", f"{x['steady']['cpu_per_m']:.3f} CPU-s",
+                     f"{l['steady']['cpu_per_m']:.3f} CPU-s" if l else "-"))
+    if not rows:
+        return ""
+    return "\n".join(["| figure (same run) | xtc-tail | LTTng-UST |", "| --- | --- | --- |"] +
+                     [f"| {a} | {x} | {l if LTT['ok'] else 'n/a'} |" for a, x, l in rows])
 
 
 def machine():
@@ -987,6 +1225,12 @@ def main():
           f"mean is finer than a step)")
     print("targets (judged from this run):")
     print(targets())
+    t16 = issue16_table()
+    if t16:
+        print()
+        print("the drain (issue 16), from this run:")
+        print(t16)
+        print()
     print(plot())
     print(f"took {RAW['seconds']:.0f} s; load {info['load']} at start, "
           f"{RAW['machine']['load_end']} at end")

@@ -483,21 +483,52 @@ static void rnd_slot(struct xtc_shm_rec *s, const struct xtc_shm_rec *prev, uint
 	          : rnd_val();
 }
 
+/* Both encoder paths on one batch: the bytes of the reference, within
+ * the room of n * SEG_MAX_REC_BYTES (a canary after it must stay). */
+static void check_both_paths(const struct seg_ring_batch *in, const uint8_t *want, size_t wlen,
+                             uint64_t first, uint64_t floor)
+{
+	enum { CANARY = 16 };
+	size_t room = (size_t)in->n * SEG_MAX_REC_BYTES;
+	uint8_t *got = malloc(room + CANARY);
+
+	ck_assert_ptr_nonnull(got);
+	for (int path = 0; path < 2; path++) {
+		struct seg_ring_batch b = *in;
+		size_t glen;
+
+		memset(got + room, 0xa5, CANARY);
+		glen = path ? seg_encode_ring(&b, got) : seg_encode_ring_portable(&b, got);
+		ck_assert_uint_le(glen, room);
+		ck_assert_uint_eq(glen, wlen);
+		ck_assert_mem_eq(got, want, wlen);
+		for (size_t k = 0; k < CANARY; k++)
+			ck_assert_uint_eq(got[room + k], 0xa5);
+		ck_assert_uint_eq(b.first_ns, first);
+		ck_assert_uint_eq(b.floor_ns, floor);
+		ck_assert_uint_eq(b.last_ns, floor);
+	}
+	free(got);
+}
+
 START_TEST(test_ring_encoder_equals_reference)
 {
 	enum { CAP = 1024 };
 	struct xtc_shm_rec *ring = calloc(CAP, sizeof(*ring));
-	uint8_t *want = malloc(CAP * SEG_MAX_REC_BYTES), *got = malloc(CAP * SEG_MAX_REC_BYTES);
+	uint8_t *want = malloc(CAP * SEG_MAX_REC_BYTES);
 	uint64_t ts = 5000000;
 
 	ck_assert_ptr_nonnull(ring);
 	ck_assert_ptr_nonnull(want);
-	ck_assert_ptr_nonnull(got);
+#if defined(__x86_64__)
+	/* on this machine's CPU, whose BMI2 the path needs */
+	ck_assert_int_le(seg_encode_has_bmi(), __builtin_cpu_supports("bmi2") ? 1 : 0);
+#endif
 	rng_state = 0xabcdef0123ULL;
 	for (int round = 0; round < 400; round++) {
 		struct seg_ring_batch b = { .recs = ring, .mask = CAP - 1 };
 		uint64_t floor, first = 0;
-		size_t wlen, glen;
+		size_t wlen;
 
 		for (uint32_t i = 0; i < CAP; i++)
 			rnd_slot(&ring[i], &ring[(i + CAP - 1) % CAP], &ts);
@@ -507,6 +538,7 @@ START_TEST(test_ring_encoder_equals_reference)
 		switch (round % 4) {
 		case 0:
 			b.ticks.identity = 1;
+			b.ticks.jitter = round % 8 ? 0 : 1000;
 			break;
 		default:
 			b.ticks.anchor_ts = round % 4 == 1 ? ts : rnd_val();
@@ -517,15 +549,55 @@ START_TEST(test_ring_encoder_equals_reference)
 		}
 		b.floor_ns = floor = rnd() % 5 == 0 ? rnd_val() : ref_tick_ns(&b.ticks, ts);
 		wlen = ref_encode_ring(&b, want, &floor, &first);
-		glen = seg_encode_ring(&b, got);
-		ck_assert_uint_le(glen, (size_t)b.n * SEG_MAX_REC_BYTES);
-		ck_assert_uint_eq(glen, wlen);
-		ck_assert_mem_eq(got, want, wlen);
-		ck_assert_uint_eq(b.first_ns, first);
-		ck_assert_uint_eq(b.floor_ns, floor);
-		ck_assert_uint_eq(b.last_ns, floor);
+		check_both_paths(&b, want, wlen, first, floor);
 	}
-	free(got);
+	free(want);
+	free(ring);
+}
+END_TEST
+
+/* Every varint length of every field, one field at a time: each value
+ * 2^k - 1, 2^k and 2^k + 1 for k up to 64 in ts deltas, ids, gen and
+ * detail (both its plain and its delta form), each path against the
+ * reference. */
+START_TEST(test_ring_encoder_every_length)
+{
+	enum { N = 1024 }; /* a ring for the 4 * 65 * 3 records */
+	struct xtc_shm_rec *ring = calloc(N, sizeof(*ring));
+	uint8_t *want = malloc(N * SEG_MAX_REC_BYTES);
+	struct seg_ring_batch b = { .recs = ring, .mask = N - 1 };
+	uint64_t floor = 0, first = 0, ts = 0;
+	uint32_t i = 0;
+
+	ck_assert_ptr_nonnull(ring);
+	ck_assert_ptr_nonnull(want);
+	for (uint32_t field = 0; field < 4; field++)
+		for (uint32_t k = 0; k <= 64; k++)
+			for (int d = -1; d <= 1; d++) {
+				uint64_t v = (k == 64 ? 0 : 1ull << k) + (uint64_t)(int64_t)d;
+				struct xtc_shm_rec *r = &ring[i];
+
+				*r = i ? ring[i - 1] : (struct xtc_shm_rec){ .source = 1, .kind = 3,
+				                                               .loop_id = 1 };
+				r->ts = ts;
+				switch (field) {
+				case 0: r->ts = ts += v; break;
+				case 1: r->local_id = (uint32_t)v; r->loop_id = (uint32_t)(v >> 3); break;
+				case 2: r->gen = v; break;
+				default: r->detail = i % 2 ? v : ring[i - 1].detail + v; break;
+				}
+				i++;
+			}
+	b.n = i;
+	b.ticks.identity = 1;
+	b.loop_id = 1;
+	b.from = 0;
+	b.floor_ns = floor;
+	{
+		size_t wlen = ref_encode_ring(&b, want, &floor, &first);
+
+		check_both_paths(&b, want, wlen, first, floor);
+	}
 	free(want);
 	free(ring);
 }
@@ -552,6 +624,8 @@ START_TEST(test_ring_encoder_extremes)
 	ck_assert_uint_eq(seg_encode_ring(&b, got), wlen);
 	ck_assert_mem_eq(got, want, wlen);
 	ck_assert_uint_le(wlen, 64 * SEG_MAX_REC_BYTES);
+	b.floor_ns = 0;
+	check_both_paths(&b, want, wlen, first, floor);
 }
 END_TEST
 
@@ -1401,6 +1475,7 @@ static Suite *seg_suite(void)
 		{ .name = "codec", .timeout = 60,
 		  .tests = CHECK_TESTS(test_codec_random_round_trip, test_codec_extremes,
 		                       test_ring_encoder_equals_reference, test_ring_encoder_extremes,
+		                       test_ring_encoder_every_length,
 		                       test_codec_cheapest_flags, test_codec_truncation_and_bad_flags,
 		                       test_codec_garbage_is_safe) },
 		{ .name = "headers",

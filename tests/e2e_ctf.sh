@@ -1,43 +1,41 @@
 #!/bin/bash
 # xtcd --export ctf DIR OUT read by babeltrace2 (Debian babeltrace2), on a
-# record of the demo's mix (3 loops) and an overloaded session with drops:
+# record of the demo's mix (3 loops) and an overloaded session with drops,
+# and on a crafted record with a DROP in every awkward place:
 #  - babeltrace2 OUT prints every event record --cat prints, each with its
 #    fields (session, ring, loop; proc and detail) and its exact wall-clock
 #    time, in time order;
 #  - every DROP is a discarded-events count babeltrace2 reports as it does
-#    for LTTng ("Tracer discarded N events between ..."), adding up to the
-#    records dropped, in the stream of the ring that lost them;
+#    for LTTng ("Tracer discarded N events between ...", or "1 event"),
+#    adding up to the records dropped, in the stream of the ring that lost
+#    them, and babeltrace2 says nothing else on stderr;
 #  - the clock is CLOCK_MONOTONIC with the sessions' real offset;
 #  - OUT must be new or empty; a missing OUT is one line, exit 2.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
 DEMO=${DEMO:-$top_builddir/examples/xtc-demo}
+SEGWRITE=${SEGWRITE:-$top_builddir/tests/xtc-segwrite}
 command -v babeltrace2 >/dev/null 2>&1 ||
 	{ echo "SKIP: babeltrace2 is not installed (Debian babeltrace2; scripts/deps.sh installs it)"; exit 77; }
 
-start_xtcd --drain-ms 20
-"$DEMO" --loops 3 --events 3000 >/dev/null || fail "xtc-demo failed"
-XTC_TAIL_RING_RECORDS=1024 "$LOADGEN" 2 100000 >/dev/null || fail "loadgen (overload) failed"
-for _ in $(seq 1 500); do
-	[ "$(grep -c 'ended: detached' "$T/xtcd.log")" -ge 2 ] && break
-	sleep 0.02
-done
-stop_xtcd
-cat_json
-"$XTCD" --export ctf "$DIR" "$T/ctf" 2>"$T/ctf.err" || fail "--export ctf exited $?: $(cat "$T/ctf.err")"
-[ "$(wc -l <"$T/ctf.err")" = 1 ] && grep -q "events in .* streams" "$T/ctf.err" ||
-	fail "--export ctf should say in one line what it wrote: $(cat "$T/ctf.err")"
-echo "ok: $(cat "$T/ctf.err")"
-babeltrace2 --clock-seconds "$T/ctf" >"$T/bt.txt" 2>"$T/bt.err" ||
-	fail "babeltrace2 exited $?: $(tail -n 5 "$T/bt.err")"
-
-python3 - "$T" <<'PY' || fail "babeltrace2's reading"
+# check_ctf SEGS NAME: --export ctf SEGS into $T/NAME, read by babeltrace2,
+# against --cat's records of SEGS.
+check_ctf() {
+	"$XTCD" --cat "$1" --json >"$T/$2.json" 2>"$T/$2.cat.err" ||
+		fail "xtcd --cat exited $?: $(cat "$T/$2.cat.err")"
+	"$XTCD" --export ctf "$1" "$T/$2" 2>"$T/$2.err" || fail "--export ctf exited $?: $(cat "$T/$2.err")"
+	[ "$(wc -l <"$T/$2.err")" = 1 ] && grep -q "events in .* streams" "$T/$2.err" ||
+		fail "--export ctf should say in one line what it wrote: $(cat "$T/$2.err")"
+	echo "ok: $(cat "$T/$2.err")"
+	babeltrace2 --clock-seconds "$T/$2" >"$T/$2.bt.txt" 2>"$T/$2.bt.err" ||
+		fail "babeltrace2 exited $?: $(tail -n 5 "$T/$2.bt.err")"
+	python3 - "$T" "$2" <<'PY' || fail "babeltrace2's reading of $2"
 import json, os, re, sys
 from collections import Counter, defaultdict
 
-T = sys.argv[1]
+T, NAME = sys.argv[1], sys.argv[2]
 def fail(msg):
     sys.exit("FAIL: " + msg)
-recs = [json.loads(l) for l in open(T + "/all.json")]
+recs = [json.loads(l) for l in open(T + "/" + NAME + ".json")]
 anchor = {r["session"]: (r["anchor_real_ns"], r["anchor_mono_ns"]) for r in recs if r["type"] == "session_start"}
 def wall(r):
     a = anchor[r["session"]]
@@ -50,7 +48,7 @@ if not drops:
 line = re.compile(r"^\[(\d+)\.(\d{9})\] \(\S+\) (\w+): \{ session = (\d+), os_pid = (\d+), ring = (\d+), "
                   r"loop = (\d+) \}, \{ loop_id = (\d+), local_id = (\d+), gen = (\d+), detail = (\d+) \}$")
 got, last = [], 0
-for l in open(T + "/bt.txt"):
+for l in open(T + "/" + NAME + ".bt.txt"):
     m = line.match(l.rstrip("\n"))
     if not m:
         fail("babeltrace2 printed a line without every field: %r" % l)
@@ -72,12 +70,15 @@ if have != want:
 print("ok: babeltrace2: %d events = --cat's %d, every field and exact wall-clock time, in order"
       % (len(got), len(events)))
 
-warn = re.compile(r"Tracer discarded (\d+) events between \[[^]]+\] and \[[^]]+\] in trace .* within stream \"([^\"]+)\"")
+# babeltrace2 (text.pretty) says "1 event", "N events"; every line it
+# writes to stderr must be one of these, so that no count goes unread.
+warn = re.compile(r"Tracer discarded (\d+) events? between \[[^]]+\] and \[[^]]+\] in trace .* within stream \"([^\"]+)\"")
 disc = defaultdict(int)
-for l in open(T + "/bt.err"):
+for l in open(T + "/" + NAME + ".bt.err"):
     m = warn.search(l)
-    if m:
-        disc[os.path.basename(m.group(2))] += int(m.group(1))
+    if not m:
+        fail("babeltrace2 said what is not a discarded-events count: %r" % l)
+    disc[os.path.basename(m.group(2))] += int(m.group(1))
 lost = defaultdict(int)
 for r in drops:
     loop = "noloop" if r["loop_id"] in (None, -1, 4294967295) else "loop%d" % r["loop_id"]
@@ -87,12 +88,58 @@ if dict(disc) != dict(lost):
 print("ok: %d DROP records (%d records) reported by babeltrace2 as discarded events in %d streams"
       % (len(drops), sum(lost.values()), len(lost)))
 
-meta = open(T + "/ctf/metadata").read()
+meta = open(T + "/" + NAME + "/metadata").read()
 off = int(re.search(r"offset_s = (-?\d+);", meta).group(1)) * 10**9 + int(re.search(r"\toffset = (\d+);", meta).group(1))
 if off != min(a[0] - a[1] for a in anchor.values()) or "map = clock.monotonic.value" not in meta:
     fail("the clock's offset %d is not the sessions' wall-clock anchor %r" % (off, anchor))
 print("ok: the clock is CLOCK_MONOTONIC, offset by the sessions' wall-clock anchor")
 PY
+}
+
+start_xtcd --drain-ms 20
+"$DEMO" --loops 3 --events 3000 >/dev/null || fail "xtc-demo failed"
+XTC_TAIL_RING_RECORDS=1024 "$LOADGEN" 2 100000 >/dev/null || fail "loadgen (overload) failed"
+for _ in $(seq 1 500); do
+	[ "$(grep -c 'ended: detached' "$T/xtcd.log")" -ge 2 ] && break
+	sleep 0.02
+done
+stop_xtcd
+check_ctf "$DIR" ctf
+
+# The same on a record written block by block (tests/segwrite.c), with a
+# DROP in each place a packet boundary can go wrong: first in its stream,
+# of one record (babeltrace2 says "1 event"), two in a row, after a
+# stream's last event, on a packet that just filled (PACKET_BYTES holds
+# 1927 events), and in no ring.  An overloaded producer makes some of
+# these only now and then.
+mkdir "$T/crafted.segs"
+t=100000
+{
+	echo "start 1 4242"
+	echo "drop 1 0 0 3 5000"
+	echo "events 1 0 0 10000 4"
+	echo "drop 1 0 0 1 20000"
+	echo "events 1 0 0 30000 4"
+	echo "drop 1 0 0 2 40000"
+	echo "drop 1 0 0 5 40001"
+	echo "events 1 0 0 50000 4"
+	echo "drop 1 0 0 7 60000"
+	echo "events 1 1 1 10000 4"
+	echo "drop 1 1 1 1 60000"
+	echo "drop 1 none 4294967295 4 70000"
+	for _ in $(seq 1 30); do
+		echo "events 1 2 2 $t 64"
+		t=$((t + 64000))
+	done
+	echo "events 1 2 2 $t 7"
+	echo "drop 1 2 2 1 $((t + 7000))"
+	echo "events 1 2 2 $((t + 8000)) 1"
+	echo "drop 1 2 2 1 $((t + 9000))"
+	echo "end 1"
+} | "$SEGWRITE" "$T/crafted.segs" || fail "xtc-segwrite failed"
+check_ctf "$T/crafted.segs" crafted
+grep -q "Tracer discarded 1 event between" "$T/crafted.bt.err" ||
+	fail "the crafted record should have made babeltrace2 say \"1 event\""
 
 # OUT must be new or empty, and given.
 for args in "--export ctf $DIR $T/ctf" "--export ctf $DIR"; do

@@ -2,11 +2,12 @@
  * xtcd/store.c - segments on disk.
  *
  * Blocks are appended to 1 MiB write buffers; a buffer is written to its
- * segment file with io_uring (registered buffers) or, where io_uring is
- * unavailable or --pwrite forces it, with pwrite(2).  One write is in
- * flight at a time, in order, so a failed write never leaves a hole in
- * front of a later one: the file is cut back to its last good byte and
- * only the failed buffer's records are lost (and counted as such).
+ * segment file with io_uring (store_uring.c: several writes in flight) or,
+ * where io_uring is unavailable or --pwrite forces it, with pwrite(2).
+ * Buffers retire in order, and a failed write never leaves a hole in
+ * front of a later one: the file is cut back to its last good byte, the
+ * writes behind it are made again from there, and only the failed
+ * buffer's records are lost (and counted as such).
  *
  * A ring's tail is published to the producer only after the block holding
  * its records is written (see struct commit), so a daemon killed at any
@@ -20,10 +21,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +38,9 @@
 #define SLACK      7u     /* a block is built 8-byte aligned: see build_at() */
 #define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end) + SLACK)
 
-enum buf_state { BUF_FREE, BUF_FILLING, BUF_QUEUED, BUF_INFLIGHT };
+/* A buffer goes FREE -> FILLING -> QUEUED -> INFLIGHT -> WRITTEN or FAILED
+ * -> FREE (see "Writing"). */
+enum buf_state { BUF_FREE, BUF_FILLING, BUF_QUEUED, BUF_INFLIGHT, BUF_WRITTEN, BUF_FAILED };
 
 struct segfile {
 	uint64_t seq;        /* UINT64_MAX: a dead segment given up (see segment_open) */
@@ -48,6 +49,7 @@ struct segfile {
 	int      need_header;/* its header is not on disk: write it before the next buffer */
 	struct xtc_seg_file_hdr hdr;
 	off_t    end;        /* bytes on disk */
+	off_t    wend;       /* ... and those of the writes in flight: the next write's offset */
 	off_t    reserved;   /* bytes on disk + bytes waiting in buffers */
 	uint64_t blocks;
 	int      closing;    /* no more blocks: close once written */
@@ -58,8 +60,9 @@ struct wbuf {
 	uint8_t  *data;
 	size_t    len;
 	size_t    done;       /* bytes of an in-flight write already written */
-	off_t     off;
+	off_t     off;        /* where in its file: -1 until handed to the writer */
 	int       state;
+	int       res;        /* BUF_FAILED: -errno */
 	struct segfile *file;
 	struct commit *commits;
 	size_t    ncommits, commit_cap;
@@ -76,13 +79,13 @@ static struct {
 	struct wbuf *filling;
 	struct wbuf *queue[NBUF]; /* FIFO of buffers to write */
 	size_t    qhead, qlen;
-	struct wbuf *inflight;
+	struct wbuf *flight[NBUF];/* FIFO of buffers handed to the writer, not retired */
+	size_t    fhead, flen;
+	int       unwinding;       /* write_failed() waits for the writes behind */
 	struct segfile *cur;
 	uint64_t  next_session_id;
 	int       use_uring;
-	int       fixed;           /* buffers registered with the ring */
-	struct io_uring ring;
-	int       uring_efd;
+	struct segfile *reg_file;  /* the segment in io_uring's file slot */
 	ev_io     uring_w;
 	ev_timer  sync_w;
 	ev_idle   resume_w;        /* pwrite: a starved drain goes on (resume_cb) */
@@ -93,49 +96,16 @@ static struct {
 	int       started;         /* the first segment was created */
 	ev_timer  check_w;         /* store_check() once a second */
 	uint64_t  seg_limit;       /* rotate the current segment at this size */
-	struct store_lat lat;      /* buffer write latency, for the metrics */
-} st = { .dirfd = -1, .uring_efd = -1 };
-
-/* Upper bounds (seconds) of the write latency buckets; the last is +Inf. */
-const double store_lat_bounds[STORE_LAT_BUCKETS] = {
-	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
-	1e300,
-};
-
-static uint64_t lat_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A buffer's write finished: count how long the kernel took. */
-static void lat_observe(const struct wbuf *b)
-{
-	double s = (double)(lat_now_ns() - b->submit_ns) / 1e9;
-	size_t i = 0;
-
-	while (i + 1 < STORE_LAT_BUCKETS && s > store_lat_bounds[i])
-		i++;
-	st.lat.count[i]++;
-	st.lat.n++;
-	st.lat.sum_s += s;
-}
-
-void store_write_latency(struct store_lat *out)
-{
-	*out = st.lat;
-}
-
-
+} st = { .dirfd = -1 };
 
 static void submit_next(void);
+static void submit_queued(void);
+static void reap_inline(void);
 static int  segment_open(uint64_t seq);
 
 const char *store_io_backend(void)
 {
-	return st.use_uring ? (st.fixed ? "io_uring (registered buffers)" : "io_uring") : "pwrite";
+	return st.use_uring ? sur_describe() : "pwrite";
 }
 
 uint64_t store_next_session_id(void)
@@ -171,7 +141,6 @@ int store_dir_fd(void)
 	return st.dirfd;
 }
 
-
 static struct wbuf *buf_take(void)
 {
 	for (int i = 0; i < NBUF; i++)
@@ -180,6 +149,7 @@ static struct wbuf *buf_take(void)
 
 			b->state = BUF_FILLING;
 			b->len = b->done = 0;
+			b->off = -1;
 			b->ncommits = 0;
 			b->records = 0;
 			b->file = st.cur;
@@ -222,6 +192,20 @@ static int buf_put_raw(const void *p, size_t n)
 	return 0;
 }
 
+/* A closed segment is written: sync (per --sync) and close it, on the
+ * worker.  Its file leaves io_uring's slot first, or the table would
+ * keep it open (and a deleted segment's space taken). */
+static void segfile_done(struct segfile *f)
+{
+	if (st.reg_file == f) {
+		sur_file(-1);
+		st.reg_file = NULL;
+	}
+	if (f->fd >= 0)
+		worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
+	free(f);
+}
+
 /* Close the current segment: a SEGMENT_END, then no more blocks. */
 static void segment_close(uint64_t next_seq)
 {
@@ -245,11 +229,8 @@ static void segment_close(uint64_t next_seq)
 	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	f->closing = 1;
 	st.cur = NULL;
-	if (f->pending == 0) {
-		if (f->fd >= 0)
-			worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
-		free(f);
-	}
+	if (f->pending == 0)
+		segfile_done(f);
 }
 
 /* The file header of segment seq, as of now. */
@@ -261,24 +242,6 @@ static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
 	clock_boot_id(boot);
 	gethostname(host, sizeof host - 1);
 	seg_file_hdr_init(h, seq, st.next_session_id, real_ns(), mono_ns(), boot, host);
-}
-
-/* Write f's header at the start of its file, now; 0 or an errno value. */
-static int header_write(struct segfile *f)
-{
-	size_t done = 0;
-
-	while (done < sizeof f->hdr) {
-		ssize_t n = pwrite(f->fd, (const char *)&f->hdr + done, sizeof f->hdr - done,
-		                   (off_t)done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? errno : EIO;
-		done += (size_t)n;
-	}
-	return 0;
 }
 
 /*
@@ -336,6 +299,8 @@ static int segment_open(uint64_t seq)
 	st.open_errno = 0;
 	st.started = 1;
 	f->fd = fd;
+	if (st.use_uring && sur_file(fd))
+		st.reg_file = f;
 	header_init(&f->hdr, seq);
 	if (buf_put_raw(&f->hdr, sizeof f->hdr) < 0)
 		f->need_header = 1; /* no buffer free: written before the first one */
@@ -417,14 +382,12 @@ static void segment_rotate(void)
 {
 	uint64_t next = store_seq_free(st.cur->seq + 1);
 
-	/* No waiting for the old segment's buffers here: writes go one at a
-	 * time, in order, so the new segment's header (in the buffer after
-	 * them) reaches the disk after all of them, which is what a reader
-	 * (xtcd --follow) relies on when a newer segment has begun.  Waiting
-	 * stopped every drain until the disk had taken a few MiB: under load,
-	 * long enough for a busy client's rotations to overflow the rings of
-	 * the others. */
 	segment_close(next == UINT64_MAX ? 0 : next);
+	/* Finish writing the old segment before the new one's header reaches
+	 * the disk: readers (xtcd --follow) rely on a newer segment meaning
+	 * that every older one is complete.  A few buffers, once a segment. */
+	while ((st.flen > 0 || st.qlen > 0) && store_wait_write() == 0)
+		;
 	store_evict_for(cfg.segment_bytes);
 	if (segment_open_free(next) < 0)
 		return;
@@ -513,10 +476,16 @@ static struct wbuf *block_room(uint32_t len)
 		if (st.cur == NULL)
 			return NULL;
 	}
+	reap_inline();
 	b = st.filling;
 	if (b != NULL && b->len + total + SLACK + (st.rotating ? 0 : END_ROOM) > BUF_SIZE) {
 		buf_seal();
 		b = NULL;
+		/* the disk idle while the drain goes on: give it this buffer
+		 * now; else it goes with the round's others at store_flush(),
+		 * in one system call */
+		if (st.use_uring && st.flen == 0)
+			submit_queued();
 	}
 	if (b == NULL && (b = st.filling = buf_take()) == NULL) {
 		st.starved = 1;
@@ -590,6 +559,16 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 
 /* ---------------------------------------------------------------------
  * Writing
+ *
+ * Sealed buffers wait in st.queue; once handed to the kernel they sit in
+ * st.flight, in the order they were handed over, until they retire (in
+ * that order).  Each write names its own offset, given when it is first
+ * handed over (the end of the writes before it), so with io_uring several
+ * are in flight at once, and one that comes back short is sent on from
+ * where it stopped, wherever it sits in the line.  A buffer's commits are
+ * published only when it retires, that is once it and every buffer before
+ * it are written: a ring's tail never moves past a record that is not on
+ * disk, whatever order the kernel finishes the writes in.
  */
 
 /* A buffer is done: publish its commits, free it, close its file if
@@ -611,144 +590,259 @@ static void buf_done(struct wbuf *b, int ok)
 		if (f->fd >= 0)
 			store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	}
-	if (--f->pending == 0 && f->closing) {
-		if (f->fd >= 0)
-			worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
-		free(f);
-	}
+	if (--f->pending == 0 && f->closing)
+		segfile_done(f);
 }
 
-/* The write of the in-flight buffer finished with `res` (bytes or -errno). */
-static void write_done(int res)
+static struct wbuf *flight_pop(void)
 {
-	struct wbuf *b = st.inflight;
+	struct wbuf *b = st.flight[st.fhead];
 
-	if (res > 0 && b->done + (size_t)res < b->len) {
-		b->done += (size_t)res; /* short write: send the rest */
-		st.inflight = NULL;
-		st.queue[st.qhead = (st.qhead + NBUF - 1) % NBUF] = b;
-		st.qlen++;
-		submit_next();
+	st.fhead = (st.fhead + 1) % NBUF;
+	st.flen--;
+	return b;
+}
+
+/* Put b back at the front of the queue of buffers to write. */
+static void queue_front(struct wbuf *b)
+{
+	b->state = BUF_QUEUED;
+	st.qhead = (st.qhead + NBUF - 1) % NBUF;
+	st.queue[st.qhead] = b;
+	st.qlen++;
+}
+
+/* Send what is left of b's write to the kernel (at the next submit). */
+static int write_send(struct wbuf *b)
+{
+	return sur_queue(b->file->fd, b->file == st.reg_file, (unsigned)(b - st.bufs), b->data + b->done,
+	                 (unsigned)(b->len - b->done), b->off + (off_t)b->done);
+}
+
+/* A write of b came back with res (bytes or -errno). */
+static void write_result(unsigned idx, int res)
+{
+	struct wbuf *b = idx < NBUF ? &st.bufs[idx] : NULL;
+
+	if (b == NULL || b->state != BUF_INFLIGHT)
+		return;
+	if (res == 0)
+		res = -EIO; /* no progress on a regular file: as pwrite says it */
+	if (res > 0 && b->done + (size_t)res < b->len && !st.unwinding) {
+		b->done += (size_t)res; /* short: send the rest, at its offset */
+		if (write_send(b) == 0)
+			return;
+		res = -EAGAIN;
+	}
+	if ((res == -EAGAIN || res == -EINTR) && !st.unwinding && write_send(b) == 0)
+		return;
+	if (res < 0) {
+		b->state = BUF_FAILED;
+		b->res = res;
 		return;
 	}
-	st.inflight = NULL;
-	if (res < 0) {
-		/* Cut the file back to its last whole block, free space if we
-		 * can, and count the buffer's records as lost. */
-		if (b->file->fd < 0) {
-			buf_done(b, 0); /* a dead segment: said when it died */
-			submit_next();
-			return;
-		}
-		if (ftruncate(b->file->fd, b->file->end) < 0)
-			xlog_error("cannot cut segment %llu back after a failed write: %s",
-			     (unsigned long long)b->file->seq, strerror(errno));
-		if (b->file->end == 0)
-			b->file->need_header = 1; /* it held the header: write it again first */
-		if (-res != st.last_errno)
-			xlog_error("writing segment %llu failed: %s; %llu records lost",
-			     (unsigned long long)b->file->seq, strerror(-res),
-			     (unsigned long long)b->records);
-		st.last_errno = -res;
-		if (res == -ENOSPC || res == -EDQUOT)
-			store_evict_oldest(STORE_FS_FULL);
-		buf_done(b, 0);
-	} else {
-		st.last_errno = 0;
-		lat_observe(b);
-		buf_done(b, 1);
-	}
-	submit_next();
+	b->state = BUF_WRITTEN;
+	sio_observe(b->submit_ns);
 }
 
-/* Start writing the next queued buffer, if none is in flight. */
+/*
+ * The buffer at the front of the line failed: cut the file back to its
+ * last good byte (the end of the buffers before it, all written), free
+ * space if we can, and count its records as lost.  The writes behind it
+ * landed (or not) after a hole: they are waited for and written again
+ * from the cut, so the file never holds a hole in front of a block.
+ */
+static void write_failed(struct wbuf *b)
+{
+	struct segfile *f = b->file;
+	int err = -b->res;
+
+	if (f->fd < 0) {
+		buf_done(b, 0); /* a dead segment: said when it died */
+		return;
+	}
+	st.unwinding = 1;
+	for (size_t i = 0; i < st.flen; i++)
+		while (st.flight[(st.fhead + i) % NBUF]->state == BUF_INFLIGHT &&
+		       sur_wait(write_result) == 0)
+			;
+	st.unwinding = 0;
+	if (ftruncate(f->fd, f->end) < 0)
+		xlog_error("cannot cut segment %llu back after a failed write: %s",
+		     (unsigned long long)f->seq, strerror(errno));
+	if (f->end == 0)
+		f->need_header = 1; /* it held the header: write it again first */
+	if (err != st.last_errno)
+		xlog_error("writing segment %llu failed: %s; %llu records lost",
+		     (unsigned long long)f->seq, strerror(err), (unsigned long long)b->records);
+	st.last_errno = err;
+	if (err == ENOSPC || err == EDQUOT)
+		store_evict_oldest(STORE_FS_FULL);
+	f->wend = f->end; /* (buf_done may free f: its last buffer, closing) */
+	buf_done(b, 0);
+	/* All behind it are f's: a new segment's first write waits for
+	 * every write of the old one (segment_rotate). */
+	while (st.flen > 0) {
+		struct wbuf *later = st.flight[(st.fhead + st.flen - 1) % NBUF];
+
+		st.flen--;
+		later->done = 0;
+		later->off = -1;
+		queue_front(later);
+	}
+}
+
+/* Retire the written buffers at the front of the line, in order; a failed
+ * one too when may_fail (not while a block is being built: a failure may
+ * delete segments and so write an EVICTED block). */
+static void retire(int may_fail)
+{
+	while (st.flen > 0) {
+		struct wbuf *b = st.flight[st.fhead];
+
+		if (b->state == BUF_WRITTEN) {
+			flight_pop();
+			st.last_errno = 0;
+			buf_done(b, 1);
+		} else if (b->state == BUF_FAILED && may_fail) {
+			flight_pop();
+			write_failed(b);
+		} else {
+			break;
+		}
+	}
+}
+
 /*
  * Write the header of a segment whose first buffer failed (or never got
  * one) before its next buffer, so that the file does not begin with a
  * block: without its header a segment is unreadable.  Every buffer before
- * this one is written (one write at a time, in order), so a newer header
- * on disk still tells a follower that the older segments are complete.
+ * this one has retired (submit_next waits for that), so a newer header on
+ * disk still tells a follower that the older segments are complete.
  * 0 or an errno value.
  */
 static int header_reinstate(struct segfile *f)
 {
-	int err = header_write(f);
+	int err = sio_pwrite_all(f->fd, &f->hdr, sizeof f->hdr, 0);
 
 	if ((err == ENOSPC || err == EDQUOT) && store_evict_oldest(STORE_FS_FULL) == 0)
-		err = header_write(f);
+		err = sio_pwrite_all(f->fd, &f->hdr, sizeof f->hdr, 0);
 	if (err != 0)
 		return err;
 	f->need_header = 0;
-	f->end = (off_t)sizeof f->hdr;
+	f->end = f->wend = (off_t)sizeof f->hdr;
 	f->reserved += (off_t)sizeof f->hdr;
 	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	return 0;
 }
 
-static void submit_next(void)
+/* pwrite: b's write, whole, now. */
+static void write_now(struct wbuf *b)
 {
-	struct wbuf *b;
+	int err = sio_pwrite_all(b->file->fd, b->data + b->done, b->len - b->done,
+	                         b->off + (off_t)b->done);
+
+	b->state = err != 0 ? BUF_FAILED : BUF_WRITTEN;
+	b->res = -err;
+	if (err == 0)
+		sio_observe(b->submit_ns);
+}
+
+/* io_uring would not take the writes: wait for those it has, then write
+ * the rest (and from now on everything) with pwrite. */
+static void uring_give_up(int err)
+{
+	xlog_warn("io_uring submit failed (%s); falling back to pwrite", strerror(-err));
+	for (size_t i = 0; i < st.flen; i++) {
+		struct wbuf *b = st.flight[(st.fhead + i) % NBUF];
+
+		while (b->state == BUF_INFLIGHT && sur_wait(write_result) == 0)
+			;
+	}
+	ev_io_stop(st.loop, &st.uring_w);
+	sur_exit(); /* drops the writes never submitted */
+	st.use_uring = 0;
+	for (size_t i = 0; i < st.flen; i++) {
+		struct wbuf *b = st.flight[(st.fhead + i) % NBUF];
+
+		if (b->state == BUF_INFLIGHT)
+			write_now(b);
+	}
+}
+
+/* Hand the queued buffers to the writer, in order. */
+static void submit_queued(void)
+{
 	int err;
 
-	while (st.inflight == NULL && st.qlen > 0) {
-		b = st.queue[st.qhead];
+	while (st.qlen > 0) {
+		struct wbuf *b = st.queue[st.qhead];
+		struct segfile *f = b->file;
+
+		/* a header written by hand goes after every write before it */
+		if (st.flen > 0 && b->off < 0 && f->need_header)
+			break;
 		st.qhead = (st.qhead + 1) % NBUF;
 		st.qlen--;
 		b->state = BUF_INFLIGHT;
-		st.inflight = b;
-		if (b->file->fd < 0) {
-			write_done(-b->file->err);
+		st.flight[(st.fhead + st.flen++) % NBUF] = b;
+		if (f->fd < 0) {
+			b->state = BUF_FAILED;
+			b->res = -f->err;
 			continue;
 		}
-		if (b->done == 0 && b->file->need_header && (err = header_reinstate(b->file)) != 0) {
-			write_done(-err);
+		if (b->off < 0 && f->need_header && (err = header_reinstate(f)) != 0) {
+			b->state = BUF_FAILED;
+			b->res = -err;
 			continue;
 		}
-		if (b->done == 0) {
-			b->off = b->file->end;
-			b->submit_ns = lat_now_ns();
+		if (b->off < 0) {
+			b->off = f->wend;
+			f->wend += (off_t)b->len;
+			b->submit_ns = sio_now_ns();
 		}
-		if (st.use_uring) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&st.ring);
-
-			if (st.fixed)
-				io_uring_prep_write_fixed(sqe, b->file->fd, b->data + b->done,
-				                          (unsigned)(b->len - b->done),
-				                          b->off + (off_t)b->done, (int)(b - st.bufs));
-			else
-				io_uring_prep_write(sqe, b->file->fd, b->data + b->done,
-				                    (unsigned)(b->len - b->done), b->off + (off_t)b->done);
-			if (io_uring_submit(&st.ring) >= 1)
-				return;
-			xlog_warn("io_uring submit failed; falling back to pwrite");
-			st.use_uring = 0;
-		}
-		{
-			ssize_t n = pwrite(b->file->fd, b->data + b->done, b->len - b->done,
-			                   b->off + (off_t)b->done);
-
-			write_done(n < 0 ? -errno : n == 0 ? -EIO : (int)n);
-		}
+		if (!st.use_uring || write_send(b) < 0)
+			write_now(b);
 	}
+	if (st.use_uring && (err = sur_submit()) < 0 && err != -EAGAIN && err != -EBUSY)
+		uring_give_up(err);
+}
+
+/* Hand over what is queued and retire what is written.  A failure puts
+ * the buffers behind it back in the queue: they go again at once (each
+ * round loses the failed buffer, so this ends). */
+static void submit_next(void)
+{
+	for (;;) {
+		size_t queued;
+
+		submit_queued();
+		queued = st.qlen;
+		retire(1);
+		if (st.qlen <= queued)
+			break;
+	}
+}
+
+/* Completions there are, read without a system call, retired: for the
+ * drain, which so frees buffers and publishes tails while it runs. */
+static void reap_inline(void)
+{
+	if (st.use_uring && st.flen > 0 && sur_reap(write_result) > 0)
+		retire(0);
 }
 
 /* io_uring told us (through its eventfd) that writes completed. */
 static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct io_uring_cqe *cqe;
 	uint64_t n;
 
 	(void)loop; (void)w; (void)revents;
-	if (read(st.uring_efd, &n, sizeof n) < 0) {
-		/* a hint only: drain the CQ regardless */
+	if (read(sur_efd(), &n, sizeof n) < 0) {
+		/* a hint only: read the completions regardless */
 	}
-	while (io_uring_peek_cqe(&st.ring, &cqe) == 0) {
-		int res = cqe->res;
-
-		io_uring_cqe_seen(&st.ring, cqe);
-		if (st.inflight != NULL)
-			write_done(res == -EAGAIN || res == -EINTR ? 0 : res);
-	}
+	sur_reap(write_result);
+	submit_next(); /* the rest of a short write; retires, failures too */
 	/* A drain that stopped because every buffer was waiting for the
 	 * disk goes on now that one is free, not at the next nudge or
 	 * timer: under overload that wait is what made io_uring slower
@@ -781,38 +875,17 @@ void store_flush(void)
 		ev_idle_start(st.loop, &st.resume_w);
 }
 
-int store_seq_writing(uint64_t seq)
-{
-	for (int i = 0; i < NBUF; i++)
-		if (st.bufs[i].state != BUF_FREE && st.bufs[i].file != NULL && st.bufs[i].file->seq == seq)
-			return 1;
-	return 0;
-}
-
-void store_seq_finish(uint64_t seq)
-{
-	while (store_seq_writing(seq) && store_wait_write() == 0)
-		;
-}
-
-/* Block until the write in flight completes, so a buffer frees up: for
+/* Block until a write in flight completes, so a buffer frees up: for
  * the few records that must not wait for the loop (a session's start).
  * Returns 0, or -1 when nothing is in flight to wait for. */
 int store_wait_write(void)
 {
 	store_flush();
-	if (st.inflight == NULL)
+	if (st.flen == 0 || !st.use_uring)
 		return -1;
-	if (st.use_uring) {
-		struct io_uring_cqe *cqe;
-		int res;
-
-		if (io_uring_wait_cqe(&st.ring, &cqe) < 0)
-			return -1;
-		res = cqe->res;
-		io_uring_cqe_seen(&st.ring, cqe);
-		write_done(res == -EAGAIN || res == -EINTR ? 0 : res);
-	}
+	if (sur_wait(write_result) < 0)
+		return -1;
+	submit_next();
 	return 0;
 }
 
@@ -828,30 +901,18 @@ static void sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void uring_init(void)
 {
-	struct iovec iov[NBUF];
+	uint8_t *bufs[NBUF];
 
 	if (cfg.force_pwrite)
 		return;
-	if (io_uring_queue_init(16, &st.ring, 0) < 0) {
+	for (int i = 0; i < NBUF; i++)
+		bufs[i] = st.bufs[i].data;
+	if (sur_init(bufs, NBUF, BUF_SIZE) < 0) {
 		xlog_warn("io_uring is unavailable here; writing with pwrite");
 		return;
 	}
-	st.uring_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (st.uring_efd < 0 || io_uring_register_eventfd(&st.ring, st.uring_efd) < 0) {
-		xlog_warn("io_uring eventfd registration failed; writing with pwrite");
-		io_uring_queue_exit(&st.ring);
-		if (st.uring_efd >= 0)
-			close(st.uring_efd);
-		st.uring_efd = -1;
-		return;
-	}
-	for (int i = 0; i < NBUF; i++) {
-		iov[i].iov_base = st.bufs[i].data;
-		iov[i].iov_len = BUF_SIZE;
-	}
-	st.fixed = io_uring_register_buffers(&st.ring, iov, NBUF) == 0;
 	st.use_uring = 1;
-	ev_io_init(&st.uring_w, uring_cb, st.uring_efd, EV_READ);
+	ev_io_init(&st.uring_w, uring_cb, sur_efd(), EV_READ);
 	ev_io_start(st.loop, &st.uring_w);
 }
 
@@ -921,23 +982,12 @@ void store_fini(int clean)
 	else
 		buf_seal();
 	submit_next();
-	while (st.use_uring && st.inflight != NULL) {
-		struct io_uring_cqe *cqe;
-
-		if (io_uring_wait_cqe(&st.ring, &cqe) < 0)
-			break;
-		{
-			int res = cqe->res;
-
-			io_uring_cqe_seen(&st.ring, cqe);
-			write_done(res);
-		}
-	}
+	while (st.use_uring && st.flen > 0 && sur_wait(write_result) == 0)
+		submit_next();
 	worker_stop(); /* every closed segment synced (per --sync) and closed */
 	if (st.use_uring) {
 		ev_io_stop(st.loop, &st.uring_w);
-		io_uring_queue_exit(&st.ring);
-		close(st.uring_efd);
+		sur_exit();
 	}
 	for (int i = 0; i < NBUF; i++)
 		free(st.bufs[i].data);

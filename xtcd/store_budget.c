@@ -340,12 +340,6 @@ int store_evict_oldest(const char *why)
 
 	if (st.ndisk == 0 || (store_current(&cur, &reserved) == 0 && st.disk[0].seq == cur))
 		return -1;
-	/* Not before what is queued for it is on disk: the scan below would
-	 * miss those blocks' records, and the writes would go to a file
-	 * already deleted.  store_evict_for() waits for them; a write that
-	 * failed for want of space (whose completion we are in) does not. */
-	if (store_seq_writing(st.disk[0].seq))
-		return -1;
 	d = st.disk[0];
 	seg_path(path, sizeof path, cfg.dir, d.seq);
 	seg_path(name, sizeof name, ".", d.seq);
@@ -394,26 +388,13 @@ static uint64_t fs_free(void)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-/* Delete the oldest segment to make room, once what is queued for it is
- * written: when the budget holds only a few segments, the oldest may be
- * the one just closed.  The loop waits for its last buffers then (rare,
- * and short).  0, or -1 when there is nothing to delete. */
-static int evict_one(const char *why)
-{
-	uint64_t cur, reserved;
-
-	if (st.ndisk != 0 && !(store_current(&cur, &reserved) == 0 && st.disk[0].seq == cur))
-		store_seq_finish(st.disk[0].seq);
-	return store_evict_oldest(why);
-}
-
 /* Delete old segments until `need` more bytes fit the budget. */
 void store_evict_for(uint64_t need)
 {
-	while (store_bytes_used() + need > cfg.max_bytes && evict_one(STORE_BUDGET) == 0)
+	while (store_bytes_used() + need > cfg.max_bytes && store_evict_oldest(STORE_BUDGET) == 0)
 		;
 	while (cfg.keep_free != 0 && fs_free() < cfg.keep_free + need &&
-	       evict_one("to keep --keep-free bytes free") == 0)
+	       store_evict_oldest("to keep --keep-free bytes free") == 0)
 		;
 }
 

@@ -8,6 +8,9 @@
  *                    the byte budget (EVICTED blocks), the per-uid quota
  *   store_recover.c  what a previous xtcd left: the newest segment mended,
  *                    the sessions it left open closed
+ *   store_io.c       the writer's system calls, timed: pwrite, and the
+ *                    io_uring (registered buffers and file, writes queued
+ *                    and submitted, completions reaped)
  */
 #ifndef XTCD_STORE_INT_H
 #define XTCD_STORE_INT_H
@@ -29,10 +32,6 @@
 int  store_current(uint64_t *seq, uint64_t *reserved);
 /* The segment directory, open (it follows a --dir replaced under us). */
 int  store_dir_fd(void);
-/* Whether buffers of segment seq are still to be written; and wait until
- * none is (the event loop stops meanwhile: only for a rare case). */
-int  store_seq_writing(uint64_t seq);
-void store_seq_finish(uint64_t seq);
 /* Session ids from here on are at least `next` (what recovery found). */
 void store_session_id_floor(uint64_t next);
 
@@ -58,6 +57,35 @@ void store_evicted_block(void);
  * to their uids (a scan of each, once). */
 void store_quota_attribute(void);
 void store_budget_fini(void);
+
+/* store_io.c */
+/* CLOCK_MONOTONIC now, and a buffer's write handed over at submit_ns is
+ * done: counted in the latency histogram (store_write_latency). */
+uint64_t sio_now_ns(void);
+void sio_observe(uint64_t submit_ns);
+/* pwrite all of [p, p + len) at off: 0 or an errno value. */
+int  sio_pwrite_all(int fd, const void *p, size_t len, off_t off);
+/* io_uring: 0, or -1 when it cannot be set up here. */
+int  sur_init(uint8_t *const *bufs, unsigned n, size_t size);
+/* The eventfd a completion signals, for the event loop. */
+int  sur_efd(void);
+const char *sur_describe(void);
+/* Put fd (-1: none) in the registered file slot: 1 when writes to it may
+ * name the slot (sur_queue's fixed), else 0. */
+int  sur_file(int fd);
+/* Queue a write of buffer number buf's [p, p + len) at off of fd (fixed:
+ * through the registered slot, which holds it): 0, or -1 when the
+ * submission queue is full.  It reaches the kernel at the next
+ * sur_submit(). */
+int  sur_queue(int fd, int fixed, unsigned buf, const uint8_t *p, unsigned len, off_t off);
+/* Hand the queued writes to the kernel: how many, or -errno. */
+int  sur_submit(void);
+/* done(buf, result) for every completion there is, without waiting;
+ * returns how many. */
+unsigned sur_reap(void (*done)(unsigned buf, int res));
+/* The same, waiting for at least one: 0 or -errno. */
+int  sur_wait(void (*done)(unsigned buf, int res));
+void sur_exit(void);
 
 /* store_recover.c */
 struct store_recovery;

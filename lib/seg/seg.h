@@ -79,6 +79,12 @@ struct seg_ring_batch {
  * memory).  Returns the bytes written. */
 size_t seg_encode_ring(struct seg_ring_batch *b, uint8_t *out);
 
+/* The same without the x86-64 BMI2 path seg_encode_ring() takes where the
+ * CPU has it (seg_encode_has_bmi()): the same bytes, for the tests to
+ * hold both paths to the reference. */
+size_t seg_encode_ring_portable(struct seg_ring_batch *b, uint8_t *out);
+int seg_encode_has_bmi(void);
+
 /* Decode one record from [p, end).  Returns bytes consumed, or 0 when the
  * record is truncated or malformed. */
 size_t seg_decode_rec(struct seg_codec *c, const uint8_t *p, const uint8_t *end,

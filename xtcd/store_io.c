@@ -1,0 +1,229 @@
+/*
+ * xtcd/store_io.c - the store's system calls for writing, and how long
+ * they took: pwrite, and the io_uring that writes whole buffers to the
+ * current segment file, several in flight, and reads their completions.
+ *
+ * The write buffers are registered (IORING_OP_WRITE_FIXED: the kernel
+ * maps them once, not at every write) and so is the segment file, in a
+ * table of one slot that store.c fills when a segment is created and
+ * empties when it is done (no file lookup and reference per write; the
+ * slot is never trusted by fd number, which the next segment may reuse,
+ * and an emptied slot lets a deleted segment's space go).  Each of these is tried and, where the
+ * kernel refuses it, done the plain way.  Writes queued while a drain
+ * runs go to the kernel in one io_uring_enter at the end of the round
+ * (sur_submit).
+ *
+ * Every write posts its completion: a successful one is what frees its
+ * buffer and publishes its records, so IOSQE_CQE_SKIP_SUCCESS (which
+ * hides it) would only pay with linked writes, and a link turns a short
+ * write into the cancellation of every write after it.  Completions are
+ * read from the shared ring without a system call (sur_reap) by the drain
+ * itself as well as by the loop.
+ *
+ * What the results mean (short writes, failures, order) is store.c's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "xtcd/store_int.h"
+#include "xtcd/xtcd.h"
+
+#define SUR_DEPTH 32      /* SQ entries: more than the store has buffers */
+
+static struct {
+	struct io_uring ring;
+	int  on;              /* the ring is set up */
+	int  efd;             /* completions are signalled here (for the loop) */
+	int  fixed_bufs;      /* buffers registered: WRITE_FIXED */
+	int  fixed_file;      /* the file table is registered: slot 0 */
+	unsigned queued;      /* SQEs prepared, not yet submitted */
+} ur = { .efd = -1 };
+
+/* ---------------------------------------------------------------------
+ * Timing: how long the kernel took for a buffer, for the metrics
+ */
+
+static struct store_lat lat;
+
+/* Upper bounds (seconds) of the write latency buckets; the last is +Inf. */
+const double store_lat_bounds[STORE_LAT_BUCKETS] = {
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1,
+	1e300,
+};
+
+uint64_t sio_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sio_observe(uint64_t submit_ns)
+{
+	double s = (double)(sio_now_ns() - submit_ns) / 1e9;
+	size_t i = 0;
+
+	while (i + 1 < STORE_LAT_BUCKETS && s > store_lat_bounds[i])
+		i++;
+	lat.count[i]++;
+	lat.n++;
+	lat.sum_s += s;
+}
+
+void store_write_latency(struct store_lat *out)
+{
+	*out = lat;
+}
+
+/* ---------------------------------------------------------------------
+ * pwrite
+ */
+
+int sio_pwrite_all(int fd, const void *p, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)p + done, len - done, off + (off_t)done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * io_uring
+ */
+
+int sur_init(uint8_t *const *bufs, unsigned n, size_t size)
+{
+	struct iovec iov[SUR_DEPTH];
+	int none = -1;
+
+	if (n > SUR_DEPTH || io_uring_queue_init(SUR_DEPTH, &ur.ring, 0) < 0)
+		return -1;
+	ur.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ur.efd < 0 || io_uring_register_eventfd(&ur.ring, ur.efd) < 0) {
+		io_uring_queue_exit(&ur.ring);
+		if (ur.efd >= 0)
+			close(ur.efd);
+		ur.efd = -1;
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		iov[i].iov_base = bufs[i];
+		iov[i].iov_len = size;
+	}
+	ur.fixed_bufs = io_uring_register_buffers(&ur.ring, iov, n) == 0;
+	/* one empty slot (sparse tables: Linux 5.12), filled per segment */
+	ur.fixed_file = io_uring_register_files(&ur.ring, &none, 1) == 0;
+	ur.on = 1;
+	return 0;
+}
+
+int sur_efd(void)
+{
+	return ur.efd;
+}
+
+const char *sur_describe(void)
+{
+	if (ur.fixed_bufs)
+		return "io_uring (registered buffers)";
+	return "io_uring";
+}
+
+int sur_file(int fd)
+{
+	if (!ur.on || !ur.fixed_file)
+		return 0;
+	/* a write still queued resolves slot 0 when it is submitted: it
+	 * must see the file it was queued for */
+	sur_submit();
+	if (io_uring_register_files_update(&ur.ring, 0, &fd, 1) != 1) {
+		ur.fixed_file = 0; /* writes name their fd from now on */
+		return 0;
+	}
+	return fd >= 0;
+}
+
+int sur_queue(int fd, int fixed, unsigned buf, const uint8_t *p, unsigned len, off_t off)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ur.ring);
+
+	if (sqe == NULL)
+		return -1;
+	fixed = fixed && ur.fixed_file;
+	if (ur.fixed_bufs)
+		io_uring_prep_write_fixed(sqe, fixed ? 0 : fd, p, len, off, (int)buf);
+	else
+		io_uring_prep_write(sqe, fixed ? 0 : fd, p, len, off);
+	if (fixed)
+		sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, buf);
+	ur.queued++;
+	return 0;
+}
+
+int sur_submit(void)
+{
+	int n;
+
+	if (ur.queued == 0)
+		return 0;
+	do
+		n = io_uring_submit(&ur.ring);
+	while (n == -EINTR);
+	if (n < 0)
+		return n;
+	ur.queued -= (unsigned)n < ur.queued ? (unsigned)n : ur.queued;
+	return n;
+}
+
+unsigned sur_reap(void (*done)(unsigned buf, int res))
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&ur.ring, head, cqe) {
+		done((unsigned)cqe->user_data, cqe->res);
+		n++;
+	}
+	io_uring_cq_advance(&ur.ring, n);
+	return n;
+}
+
+int sur_wait(void (*done)(unsigned buf, int res))
+{
+	int err;
+
+	/* what is queued goes first: it may be what we wait for */
+	do
+		err = io_uring_submit_and_wait(&ur.ring, 1);
+	while (err == -EINTR);
+	if (err < 0)
+		return err;
+	ur.queued -= (unsigned)err < ur.queued ? (unsigned)err : ur.queued;
+	sur_reap(done);
+	return 0;
+}
+
+void sur_exit(void)
+{
+	if (!ur.on)
+		return;
+	io_uring_queue_exit(&ur.ring);
+	close(ur.efd);
+	ur.efd = -1;
+	ur.on = ur.fixed_bufs = ur.fixed_file = 0;
+}
