@@ -41,6 +41,7 @@
  *                 moved 2^30 records on (faster than any producer writes,
  *                 within the 2^36 of jump), for MS ms
  *   churn [N]     N short sessions (default 10000), one after another
+ *   nudges [MS]   a session writing its nudge eventfd in a loop for MS ms
  *   statushog [N [MS]]  N status requests (default 16) never read, held MS ms
  */
 #ifdef HAVE_CONFIG_H
@@ -727,8 +728,9 @@ static int case_silent(int argc, char **argv)
 enum attack { ATTACK_NONE, ATTACK_JUMP, ATTACK_BACKWARDS, ATTACK_DROPBACK, ATTACK_REWRITE };
 
 /* Connect, send a correct hello for sg and read the answer.  Returns the
- * connection, accepted or not (a->kind says). */
-static int attach(struct seg *sg, struct answer *a)
+ * connection, accepted or not (a->kind says), and the nudge eventfd in
+ * a->nudge_fd when accepted. */
+static int attach_nudging(struct seg *sg, struct answer *a)
 {
 	struct xtc_msg_hello h;
 	int fd = conn_open_or_exit();
@@ -739,8 +741,17 @@ static int attach(struct seg *sg, struct answer *a)
 	conn_answer(fd, ANSWER_MS, a);
 	if (err < 0)
 		printf("sending the hello failed (%s), then: ", strerror(-err));
+	return fd;
+}
+
+/* The same, for a producer that never nudges: the nudge eventfd closed. */
+static int attach(struct seg *sg, struct answer *a)
+{
+	int fd = attach_nudging(sg, a);
+
 	if (a->nudge_fd >= 0)
-		close(a->nudge_fd); /* a producer that never nudges */
+		close(a->nudge_fd);
+	a->nudge_fd = -1;
 	return fd;
 }
 
@@ -1149,6 +1160,33 @@ static int case_churn(int argc, char **argv)
 	return accepted == n ? EXIT_OK : EXIT_WRONG;
 }
 
+/* For argv[0] ms (default 3000): a session that writes no record but
+ * writes its nudge eventfd in a loop, as fast as it can: each write costs
+ * it a syscall; what it costs xtcd is for the caller to measure. */
+static int case_nudges(int argc, char **argv)
+{
+	unsigned ms = argc > 0 ? (unsigned)strtoul(argv[0], NULL, 10) : 3000;
+	uint64_t t0, one = 1, n = 0;
+	struct seg sg;
+	struct answer a;
+	int fd;
+
+	seg_sealed(&sg);
+	fd = attach_nudging(&sg, &a);
+	if (a.kind != ANS_ACCEPT || a.nudge_fd < 0) {
+		answer_print(&a);
+		return EXIT_WRONG;
+	}
+	for (t0 = mono_ns(); mono_ns() - t0 < (uint64_t)ms * 1000000u;)
+		for (int i = 0; i < 64; i++)
+			n += write(a.nudge_fd, &one, sizeof one) == sizeof one;
+	send_goodbye(fd);
+	printf("session %" PRIu64 ": %" PRIu64 " nudges in %u ms; goodbye; %s\n", a.session_id, n, ms,
+	       wait_closed(fd, 30000) >= 0 ? "closed" : "not closed within 30 s");
+	seg_destroy(&sg);
+	return EXIT_OK;
+}
+
 /* argv[0] status requests (default 16) that never read the answer, held
  * argv[1] ms (default 5000). */
 static int case_statushog(int argc, char **argv)
@@ -1199,7 +1237,7 @@ static const struct {
 	{ "many", case_many },             { "flood", case_flood },
 	{ "farapart", case_farapart },     { "idle", case_idle },
 	{ "heads", case_heads },           { "fast", case_fast },
-	{ "churn", case_churn },
+	{ "churn", case_churn },            { "nudges", case_nudges },
 	{ "statushog", case_statushog },
 };
 

@@ -134,6 +134,11 @@ static const struct case_ cases[] = {
 	{ "max_sessions_per_uid", "auto", NULL, "auto" },
 	{ "max_sessions_per_uid", "8", NULL, "8" },
 	{ "max_sessions_per_uid", "0", "expected a whole number from 1 to 1000000, or auto", NULL },
+	{ "log_rate_burst", "0", NULL, "0" },
+	{ "log_rate_burst", "100", NULL, "100" },
+	{ "log_rate_burst", "1000001", "expected a whole number from 0 to 1000000", NULL },
+	{ "log_rate_interval_ms", "30000", NULL, "30000" },
+	{ "log_rate_interval_ms", "0", "expected a whole number of milliseconds from 1 to 3600000", NULL },
 	{ "max_shm_per_uid", "auto", NULL, "auto" },
 	{ "max_shm_per_uid", "4G", NULL, "4G" },
 	{ "max_shm_per_uid", "512K", "expected a size of at least 1M, such as 4G, or auto", NULL },
@@ -379,6 +384,7 @@ START_TEST(test_file_errors)
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
 		  "segment_bytes, keep_free, drain_ms, sync, pwrite, hello_timeout_ms, max_clients, "
 		  "max_sessions_per_uid, max_shm_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
+		  "log_rate_burst, log_rate_interval_ms, "
 		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "
 		  "ship_metrics" },
 		{ "max-bytes = 1G\n", ":1: unknown key 'max-bytes'; did you mean max_bytes?" },

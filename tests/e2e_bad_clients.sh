@@ -100,7 +100,8 @@ check_logs() {
 	done <"$T/loglines"
 }
 
-start_xtcd --hello-timeout-ms 500
+# every bad client must have its line: no rate limit here
+start_xtcd --hello-timeout-ms 500 --log-rate-burst 0
 fd_base=$(fd_count "$XTCD_PID")
 
 "$LOADGEN" 2 300000 100000 0 >"$T/loadgen.out" 2>&1 &

@@ -13,7 +13,8 @@ for prog in "$XTCD" "$LOADGEN" "$BADCLIENT"; do
 done
 
 # --- restatement: 1000 idle sessions, 256K segments, a 4M budget
-start_xtcd --segment-bytes 256K --max-bytes 4M
+# this test counts the attach and refusal lines: every one is printed
+start_xtcd --segment-bytes 256K --max-bytes 4M --log-rate-burst 0
 "$BADCLIENT" "$SOCK" idle 1000 14000 >"$T/idle.out" 2>&1 &
 idle=$!
 for _ in $(seq 1 1500); do
@@ -42,7 +43,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
 	NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
 fi
-start_xtcd --max-sessions-per-uid 100
+start_xtcd --max-sessions-per-uid 100 --log-rate-burst 0
 "$BADCLIENT" "$SOCK" idle 150 3000 >"$T/idle2.out" 2>&1 &
 idle=$!
 for _ in $(seq 1 500); do grep -c 'refused pid' "$T/xtcd.log" | grep -q '^50$' && break; sleep 0.02; done

@@ -44,7 +44,7 @@ const char *xlog_level_name(enum xlog_level level)
 }
 
 /* Debug lines say so; the others keep the text xtcd has always printed. */
-static void vlog(enum xlog_level level, const char *fmt, va_list ap)
+void xlog_vat(enum xlog_level level, const char *fmt, va_list ap)
 {
 	int saved = errno;
 
@@ -63,9 +63,18 @@ static void vlog(enum xlog_level level, const char *fmt, va_list ap)
 	{                                       \
 		va_list ap;                     \
 		va_start(ap, fmt);              \
-		vlog(level, fmt, ap);           \
+		xlog_vat(level, fmt, ap);       \
 		va_end(ap);                     \
 	}
+
+void xlog_at(enum xlog_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	xlog_vat(level, fmt, ap);
+	va_end(ap);
+}
 
 XLOG_AT(xlog, XLOG_INFO)
 XLOG_AT(xlog_error, XLOG_ERROR)

@@ -11,6 +11,9 @@
 #ifndef XTCD_LOG_H
 #define XTCD_LOG_H
 
+#include <stdarg.h>
+#include <sys/types.h>
+
 /* Ordered: a level lets through itself and every level before it. */
 enum xlog_level {
 	XLOG_NONE    = -1, /* nothing at all (the fuzzers) */
@@ -26,6 +29,21 @@ void xlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void xlog_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void xlog_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void xlog_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A line at any level (the same as the calls above). */
+void xlog_at(enum xlog_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void xlog_vat(enum xlog_level level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* log_limit.c: a line a client of uid causes (its sessions' attach and
+ * end lines, its refusals), under a rate limit per uid: within each
+ * interval the first `lines` are printed as xlog_at() would, the rest
+ * counted and said in one line when the interval is over (at the next
+ * line of that uid, or at xlog_limit_tick(), once a second).  lines 0:
+ * no limit.  Event loop only. */
+void xlog_uid(enum xlog_level level, uid_t uid, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void xlog_limit_set(unsigned lines, unsigned interval_ms);
+/* all: also the intervals still running (at exit). */
+void xlog_limit_tick(int all);
 
 /* Whether a line at level would be printed: to skip building costly
  * arguments for a debug line nobody reads. */

@@ -600,6 +600,7 @@ static void load_config(int daemon)
 		exit(2);
 	}
 	xlog_set_level(cfg.log_level);
+	xlog_limit_set(cfg.log_rate_burst, cfg.log_rate_interval_ms);
 }
 
 /* --check-config FILE: build the settings as the daemon would (FILE, then
@@ -623,12 +624,21 @@ static int check_config(const char *path)
  */
 
 static ev_timer drain_w;
+static ev_timer log_limit_w;
 static ev_signal sig_w[3];
 
 static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop; (void)w; (void)revents;
 	session_drain_all();
+}
+
+/* Say what the log's rate limit suppressed, once each interval is over,
+ * even when that uid logs nothing more. */
+static void log_limit_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop; (void)w; (void)revents;
+	xlog_limit_tick(0);
 }
 
 /* Keep the setting in force when the new file changes one that needs a
@@ -669,6 +679,7 @@ static void reload_config(void)
 	}
 	conf_free(&old);
 	xlog_set_level(cfg.log_level);
+	xlog_limit_set(cfg.log_rate_burst, cfg.log_rate_interval_ms);
 	store_reconfigure();
 	settings_build();
 	xlog("SIGHUP: re-read %s: %s", conf_path ? conf_path : conf_default_path(),
@@ -732,6 +743,8 @@ static int run_daemon(void)
 	}
 	ev_timer_init(&drain_w, drain_cb, cfg.drain_ms / 1000.0, cfg.drain_ms / 1000.0);
 	ev_timer_start(xtcd_loop, &drain_w);
+	ev_timer_init(&log_limit_w, log_limit_cb, 1.0, 1.0);
+	ev_timer_start(xtcd_loop, &log_limit_w);
 	if (xlog_enabled(XLOG_DEBUG)) {
 		char all[2048];
 
@@ -746,6 +759,7 @@ static int run_daemon(void)
 	ev_timer_stop(xtcd_loop, &drain_w);
 	server_stop_accepting();
 	session_shutdown_all();
+	xlog_limit_tick(1);
 	rc = 0;
 	metrics_stop();
 	status_fini();

@@ -24,6 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lib/seg/idmap.h"
 #include "proto/xtc_attach.h"
 #include "xtcd/attach_check.h"
 #include "xtcd/conf.h"
@@ -33,7 +34,8 @@
 #define MAX_FDS 8 /* room to see (and refuse) a client sending several */
 
 struct pending {
-	struct pending *next;
+	struct pending *next, **prev; /* prev: the pointer to this one */
+	int      counted;             /* in its uid's count of connections */
 	int      fd;
 	ev_io    io;
 	ev_timer timer;
@@ -51,17 +53,38 @@ static struct {
 	ev_timer retry;       /* accept backoff after EMFILE */
 	struct pending *pending;
 	size_t   npending;
+	struct idmap pending_uid; /* uid -> its connections without a hello yet */
 } srv = { .fd = -1 };
 
+/* uid's connections waiting for their hello. */
+static uint64_t pending_of(uid_t uid)
+{
+	uint64_t n = 0;
+
+	idmap_get(&srv.pending_uid, uid, &n);
+	return n;
+}
+
+static void pending_uncount(struct pending *p)
+{
+	uint64_t n = pending_of(p->cred.uid);
+
+	if (!p->counted)
+		return;
+	p->counted = 0;
+	if (n <= 1)
+		idmap_del(&srv.pending_uid, p->cred.uid);
+	else
+		idmap_put(&srv.pending_uid, p->cred.uid, n - 1);
+}
+
+/* O(1): a client may open thousands of connections and let them time out. */
 static void pending_free(struct pending *p)
 {
-	struct pending **pp;
-
-	for (pp = &srv.pending; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
+	*p->prev = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	pending_uncount(p);
 	srv.npending--;
 	ev_io_stop(srv.loop, &p->io);
 	ev_timer_stop(srv.loop, &p->timer);
@@ -102,7 +125,7 @@ static void refuse(struct pending *p, int err, const char *why)
 	if (send(p->fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* the client is gone; the log line is what remains */
 	}
-	xlog_warn("refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
+	xlog_uid(XLOG_WARNING, p->cred.uid, "refused pid %d uid %u: %s", (int)p->cred.pid, (unsigned)p->cred.uid, why);
 	drain_unread(p->fd);
 	pending_free(p);
 }
@@ -239,7 +262,7 @@ static void pending_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		refuse(p, p->refuse_err, p->refuse_why);
 		return;
 	}
-	xlog_warn("pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
+	xlog_uid(XLOG_WARNING, p->cred.uid, "pid %d uid %u connected but sent no hello within %u ms; closed", (int)p->cred.pid,
 	     (unsigned)p->cred.uid, cfg.hello_timeout_ms);
 	pending_free(p);
 }
@@ -256,6 +279,9 @@ static void accept_one(int fd)
 	}
 	p->fd = fd;
 	p->next = srv.pending;
+	p->prev = &srv.pending;
+	if (srv.pending != NULL)
+		srv.pending->prev = &p->next;
 	srv.pending = p;
 	srv.npending++;
 	ev_io_init(&p->io, pending_read_cb, fd, EV_READ);
@@ -275,6 +301,19 @@ static void accept_one(int fd)
 		/* not deferred: that would hold a descriptor past the limit */
 		refuse(p, EBUSY, "xtcd serves its maximum number of clients; try again later");
 		return;
+	} else if (pending_of(p->cred.uid) != 0 &&
+	           pending_of(p->cred.uid) + session_count_uid(p->cred.uid) >=
+	           conf_max_sessions_per_uid(&cfg)) {
+		/* Connections still without a hello count as sessions of their
+		 * uid: else one user holding max_clients of them, each for
+		 * hello_timeout_ms, locks every other user out at no cost.
+		 * (With no connection waiting, a uid at its limit is refused
+		 * at its hello, as before, where it reads why.) */
+		refuse(p, EBUSY, "this uid has as many sessions and connections waiting for their hello "
+		                 "as max_sessions_per_uid allows; end one, or raise it");
+		return;
+	} else if (idmap_put(&srv.pending_uid, p->cred.uid, pending_of(p->cred.uid) + 1) == 0) {
+		p->counted = 1;
 	}
 	ev_io_start(srv.loop, &p->io);
 	ev_timer_start(srv.loop, &p->timer);

@@ -192,7 +192,7 @@ static void ring_mark_corrupt(struct session *s, uint32_t i, uint32_t reason, ui
 	sr->corrupt = 1;
 	s->lost += sr->last_head - sr->read; /* unread: gone with the ring */
 	sr->read = sr->last_head;
-	xlog_warn("session %llu (pid %d): ring %u broke an invariant (%s: head %llu, tail %llu); "
+	xlog_uid(XLOG_WARNING, s->uid, "session %llu (pid %d): ring %u broke an invariant (%s: head %llu, tail %llu); "
 	     "no longer drained", (unsigned long long)s->id, (int)s->pid, i,
 	     segname_corrupt_reason_text(reason, why, sizeof why),
 	     (unsigned long long)head, (unsigned long long)tail);
@@ -479,7 +479,7 @@ static void session_drain(struct session *s)
 		return;
 	if (!shm_check_intact((const struct xtc_shm_hdr *)s->map, &s->hdr)) {
 		s->header_changed = 1;
-		xlog_warn("session %llu (pid %d): the producer rewrote its segment header; ending the session",
+		xlog_uid(XLOG_WARNING, s->uid, "session %llu (pid %d): the producer rewrote its segment header; ending the session",
 		     (unsigned long long)s->id, (int)s->pid);
 		return;
 	}
@@ -580,7 +580,7 @@ static int session_try_end(struct session *s)
 		     (unsigned long long)s->id, (unsigned long long)produced,
 		     (unsigned long long)s->written, (unsigned long long)s->dropped,
 		     (unsigned long long)s->lost);
-	xlog("session %llu (pid %d, %s) ended: %s, produced %llu, written %llu, dropped %llu, lost %llu%s",
+	xlog_uid(XLOG_INFO, s->uid, "session %llu (pid %d, %s) ended: %s, produced %llu, written %llu, dropped %llu, lost %llu%s",
 	     (unsigned long long)s->id, (int)s->pid, s->start.comm,
 	     segname_end_reason_text(e->reason, why, sizeof why), (unsigned long long)produced, (unsigned long long)s->written,
 	     (unsigned long long)s->dropped, (unsigned long long)s->lost, e->complete ? ", complete" : "");
@@ -747,7 +747,7 @@ static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 	} else if ((size_t)n >= sizeof *h && h->magic == XTC_ATTACH_MAGIC && h->type == XTC_MSG_GOODBYE) {
 		session_begin_close(s, XTC_END_DETACHED);
 	} else {
-		xlog_warn("session %llu (pid %d): unexpected message of %zd bytes ignored",
+		xlog_uid(XLOG_WARNING, s->uid, "session %llu (pid %d): unexpected message of %zd bytes ignored",
 		     (unsigned long long)s->id, (int)s->pid, n);
 		return;
 	}
@@ -778,7 +778,7 @@ static int ring_adopt(struct session *s, uint32_t i, uint64_t *before)
 	sr->start_dropped = sr->last_dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 	*before += sr->start_dropped;
 	if (shm_check_adopt(head, tail) < 0) {
-		xlog_warn("pid %d: ring %u has its tail (%llu) ahead of its head (%llu); not drained",
+		xlog_uid(XLOG_WARNING, s->uid, "pid %d: ring %u has its tail (%llu) ahead of its head (%llu); not drained",
 		     (int)s->pid, i, (unsigned long long)tail, (unsigned long long)head);
 		sr->corrupt = 1;
 		return -1;
@@ -913,7 +913,7 @@ int session_attach(int conn_fd, int memfd, pid_t pid, uid_t uid, gid_t gid, cons
 	ev_io_init(&s->nudge_w, nudge_cb, s->nudge_fd, EV_READ);
 	s->nudge_w.data = s;
 	ev_io_start(xtcd_loop, &s->nudge_w);
-	xlog("session %llu: pid %d (%s) uid %u attached: %u rings x %u records%s",
+	xlog_uid(XLOG_INFO, uid, "session %llu: pid %d (%s) uid %u attached: %u rings x %u records%s",
 	     (unsigned long long)s->id, (int)pid, s->start.comm, (unsigned)uid, s->hdr.ring_count,
 	     s->hdr.ring_capacity, hm->attach_count ? ", re-attaching" : "");
 	return 0;

@@ -81,6 +81,13 @@ const struct setting settings_table[] = {
 	{ .key = "log_level", .flag = "verbose", .short_flag = 'v', .type = SETTING_LEVEL,
 	  .def = "info", .off = F(log_level), .arg = "LEVEL",
 	  .help = "log error, warning, info or debug lines and above; bare -v: one level more" },
+	{ .key = "log_rate_burst", .flag = "log-rate-burst", .type = SETTING_UINT, .max = 1000000,
+	  .def = "100", .off = F(log_rate_burst), .arg = "N",
+	  .help = "at most N session and refusal lines per uid in each interval, then one line "
+	          "saying how many were suppressed; 0: no limit" },
+	{ .key = "log_rate_interval_ms", .flag = "log-rate-interval-ms", .type = SETTING_UINT,
+	  .min = 1, .max = 3600000, .def = "10000", .off = F(log_rate_interval_ms),
+	  .example = "milliseconds", .arg = "N", .help = "the interval of log_rate_burst" },
 	{ .key = "metrics_file", .flag = "metrics-file", .type = SETTING_PROM,
 	  .flags = SETTING_NONE | SETTING_RESTART, .def = "none", .off = F(metrics_file),
 	  .arg = "PATH",

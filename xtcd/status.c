@@ -259,7 +259,7 @@ static void conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct status_conn *c = w->data;
 
 	(void)loop; (void)revents;
-	xlog_warn("a status client read only %zu of %zu messages in %.0f s; closed", c->sent, c->count,
+	xlog_uid(XLOG_WARNING, c->uid, "a status client read only %zu of %zu messages in %.0f s; closed", c->sent, c->count,
 	     STATUS_TIMEOUT);
 	conn_free(c);
 }
@@ -345,7 +345,7 @@ void status_serve(int fd, uid_t uid)
 	struct status_conn *c;
 
 	if ((c = slot_to_take(uid)) != NULL) {
-		xlog_warn("a status client (uid %u) read %zu of %zu messages and nothing for %.1f s; closed "
+		xlog_uid(XLOG_WARNING, c->uid, "a status client (uid %u) read %zu of %zu messages and nothing for %.1f s; closed "
 		     "for a new request", (unsigned)c->uid, c->sent, c->count,
 		     (double)(mono_ns() - c->read_at) / 1e9);
 		conn_free(c);

@@ -336,7 +336,7 @@ int store_evict_oldest(const char *why)
 	struct seg_scan scan;
 	struct ondisk d;
 	uint64_t cur, reserved;
-	int fd;
+	int fd, foreign = 0;
 
 	if (st.ndisk == 0 || (store_current(&cur, &reserved) == 0 && st.disk[0].seq == cur))
 		return -1;
@@ -345,8 +345,17 @@ int store_evict_oldest(const char *why)
 	seg_path(name, sizeof name, ".", d.seq);
 	fd = segment_open_read(d.seq);
 	if (fd >= 0) {
-		seg_scan_fd(fd, evict_scan_cb, &ec, &scan);
+		foreign = seg_scan_fd(fd, evict_scan_cb, &ec, &scan) == 0 && !scan.header_ok;
 		close(fd);
+	}
+	if (foreign) {
+		/* put there in place of our segment since: not ours to delete */
+		xlog_warn("%s is no longer a segment (someone replaced it): left as it is, and no longer "
+		     "counted in the budget", path);
+		uid_release(&st.disk[0]);
+		memmove(st.disk, st.disk + 1, (st.ndisk - 1) * sizeof *st.disk);
+		st.ndisk--;
+		return 0;
 	}
 	if (unlinkat(store_dir_fd(), name, 0) < 0 && errno != ENOENT) {
 		xlog_error("cannot delete %s %s: %s", path, why, strerror(errno));

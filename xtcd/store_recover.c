@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -111,18 +112,17 @@ static int recovery_cb(const struct xtc_seg_blk_hdr *h, const void *p, off_t off
 }
 
 /*
- * Mend segment seq, the newest one left: cut its torn tail and learn which
- * sessions it left open.  Returns 0 when it is only a file that an xtcd
- * killed while creating it left shorter than a file header (it holds
- * nothing: deleted, and the segment before it is the one to mend), 1
- * otherwise.
+ * Mend segment seq, the newest one left (recover() listed only files with
+ * a segment's header): cut its torn tail and learn which sessions it left
+ * open.  Returns 0 when it turned out not to be a segment after all (the
+ * one before it is the one to mend), 1 otherwise.
  */
 static int recover_segment(uint64_t seq, struct store_recovery *r)
 {
 	struct seg_scan scan;
 	char path[4096], name[64];
 	struct stat sb;
-	int fd, ret = 1;
+	int fd;
 
 	seg_path(path, sizeof path, cfg.dir, seq);
 	seg_path(name, sizeof name, ".", seq);
@@ -136,24 +136,22 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 		return 1;
 	}
 	if (seg_scan_fd(fd, recovery_cb, r, &scan) == 0) {
-		if (scan.header_ok)
-			store_session_id_floor(scan.hdr.next_session_id);
-		if (!scan.header_ok && scan.file_size < (off_t)sizeof scan.hdr) {
-			xlog_warn("%s: %lld bytes and no file header, left by an xtcd killed while creating "
-			     "it; deleted", path, (long long)scan.file_size);
-			if (unlinkat(store_dir_fd(), name, 0) == 0)
-				store_disk_forget(seq);
-			ret = 0;
-		} else if (scan.torn && scan.header_ok) {
+		if (!scan.header_ok) {
+			xlog_warn("%s: not a segment (its header changed since it was listed); left as it is",
+			     path);
+			store_disk_forget(seq);
+			close(fd);
+			return 0;
+		}
+		store_session_id_floor(scan.hdr.next_session_id);
+		if (scan.torn) {
 			xlog("%s: recovered a torn tail: cut %lld bytes after the last whole block at %lld",
 			     path, (long long)(scan.file_size - scan.valid_end), (long long)scan.valid_end);
 			if (ftruncate(fd, scan.valid_end) < 0)
 				xlog_error("cannot cut %s: %s", path, strerror(errno));
 			store_disk_set_bytes(seq, (uint64_t)scan.valid_end);
-		} else if (!scan.header_ok) {
-			xlog_warn("%s: not a segment (bad header); left as it is", path);
 		}
-		if (!(scan.clean_end && r->shutdown_end) && scan.header_ok)
+		if (!(scan.clean_end && r->shutdown_end))
 			xlog_warn("%s: the previous xtcd did not shut down cleanly", path);
 		/* Every session ended before a shutdown's SEGMENT_END; one
 		 * written at a rotation whose next segment never came says
@@ -163,11 +161,43 @@ static int recover_segment(uint64_t seq, struct store_recovery *r)
 				r->s[i].ended = 1;
 	}
 	close(fd);
-	return ret;
+	return 1;
+}
+
+/*
+ * Whether the regular file `name` begins with a segment's file header:
+ * 1, or 0 with why not in why.  A file that does not is not xtcd's to
+ * count, mend or delete, whoever put it there, even one shorter than a
+ * header: an xtcd killed while creating a segment leaves such a file, but
+ * so can anyone who may write the directory, and nothing tells them apart.
+ */
+static int file_is_segment(const char *name, char *why, size_t why_len)
+{
+	struct xtc_seg_file_hdr h;
+	int fd = openat(store_dir_fd(), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0) {
+		snprintf(why, why_len, "it cannot be opened: %s", strerror(errno));
+		return 0;
+	}
+	n = pread(fd, &h, sizeof h, 0);
+	close(fd);
+	if (n >= 0 && (size_t)n < sizeof h)
+		snprintf(why, why_len, "%zd bytes, shorter than a segment's file header (an xtcd killed "
+		         "while creating it leaves such a file: remove it)", n);
+	else if (n < 0)
+		snprintf(why, why_len, "it cannot be read: %s", strerror(errno));
+	else if (seg_file_hdr_check(&h) < 0)
+		snprintf(why, why_len, "it does not begin with a segment's file header");
+	else
+		return 1;
+	return 0;
 }
 
 /* Find the segments, mend the newest one, and learn which sessions it
- * left open.  Returns the next segment number. */
+ * left open.  Returns the next segment number: after every regular file
+ * listed, segment or not. */
 static uint64_t recover(struct store_recovery *r)
 {
 	uint64_t *seqs = NULL, next;
@@ -178,8 +208,10 @@ static uint64_t recover(struct store_recovery *r)
 		free(seqs);
 		return 1;
 	}
+	next = 1;
 	for (size_t i = 0; i < n; i++) {
 		struct stat sb;
+		char why[160];
 
 		seg_path(name, sizeof name, ".", seqs[i]);
 		if (seqs[i] > STORE_SEQ_MAX) {
@@ -187,12 +219,18 @@ static uint64_t recover(struct store_recovery *r)
 			     "ignored, and left as it is", cfg.dir, name + 2);
 			continue;
 		}
+		/* a link or FIFO is said when its number comes (store_seq_free) */
 		if (fstatat(store_dir_fd(), name, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
-			continue; /* seg_list lists regular files only: gone or swapped since */
+			continue;
+		next = seqs[i] + 1;
+		if (!file_is_segment(name, why, sizeof why)) {
+			xlog_warn("%s/%s is not a segment: %s; left as it is, and not counted in the budget",
+			     cfg.dir, name + 2, why);
+			continue;
+		}
 		store_disk_add(seqs[i], (uint64_t)sb.st_size, 0);
 		seqs[kept++] = seqs[i];
 	}
-	next = kept != 0 ? seqs[kept - 1] + 1 : 1;
 	for (size_t i = kept; i-- > 0 && recover_segment(seqs[i], r) == 0;)
 		;
 	free(seqs);

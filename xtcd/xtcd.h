@@ -59,6 +59,8 @@ struct config {
 	struct conf_quota *quotas; /* quota.UID overrides */
 	size_t      quota_count;
 	int         log_level;     /* enum xlog_level */
+	unsigned    log_rate_burst;       /* client lines per uid per interval; 0: no limit */
+	unsigned    log_rate_interval_ms;
 	unsigned    max_sessions_per_uid; /* 0: auto, see conf_max_sessions_per_uid */
 	uint64_t    max_shm_per_uid; /* 0: auto, see conf_max_shm_per_uid */
 	const char *metrics_file;  /* node-exporter textfile (metrics.c); NULL: none */

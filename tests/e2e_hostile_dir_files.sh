@@ -1,0 +1,53 @@
+#!/bin/bash
+# tests/e2e_hostile_dir_files.sh - regular files planted in the segment
+# directory under segment names that are not segments: one shorter than a
+# segment's file header under the name after the newest segment (what an
+# xtcd killed while creating a segment would leave, but nothing tells the
+# two apart), one of 3 MiB of text under the name after that.  Neither is
+# xtcd's: it says so once each at start, never deletes, changes or counts
+# them (the budget is the segments' alone, so the app's records are not
+# evicted to make room for a planted file), and its next segment takes a
+# number after both.
+. "${top_srcdir:-.}/tests/e2e_lib.sh"
+
+for prog in "$XTCD" "$LOADGEN"; do
+	[ -x "$prog" ] || { echo "SKIP: $prog is not built"; exit 77; }
+done
+name() { printf 'xtc-%06d.seg' "$1"; }
+
+start_xtcd --segment-bytes 64K
+"$LOADGEN" 1 20000 0 0 >"$T/lg0.out" 2>&1 || fail "xtc-loadgen exited $?"
+stop_xtcd
+newest=$(ls "$DIR" | sed -n 's/^xtc-0*\([0-9][0-9]*\)\.seg$/\1/p' | sort -n | tail -n 1)
+[ -n "$newest" ] || fail "the first run left no segment"
+short=$(name $((newest + 1)))
+big=$(name $((newest + 2)))
+printf 'not a segment\n' >"$DIR/$short"
+yes 'planted, not a segment' | head -c $((3 << 20)) >"$DIR/$big"
+(cd "$DIR" && md5sum "$short" "$big") >"$T/planted.md5"
+
+start_xtcd --segment-bytes 64K --max-bytes 4M
+XTC_TAIL_RING_RECORDS=65536 "$LOADGEN" 2 1000000 250000 0 >"$T/lg1.out" 2>&1 || fail "xtc-loadgen exited $?"
+wait_log "xtc-loadgen) ended" 10
+stop_xtcd
+
+(cd "$DIR" && md5sum -c --quiet "$T/planted.md5") >"$T/md5.out" 2>&1 ||
+	fail "a planted file was changed or deleted: $(cat "$T/md5.out")"
+for what in "$short is not a segment: 14 bytes, shorter than a segment's file header" \
+            "$big is not a segment: it does not begin with a segment's file header"; do
+	n=$(grep -c -- "$what" "$T/xtcd.log")
+	[ "$n" -eq 1 ] || fail "expected one log line '$what', found $n"
+done
+grep -q "exists but was not created by this xtcd" "$T/xtcd.log" &&
+	fail "xtcd tried to create a segment under a planted name: $(grep 'exists but' "$T/xtcd.log")"
+grep -q '^xtcd: deleted ' "$T/xtcd.log" || fail "the budget never deleted a segment: the test wrote too little"
+first=$(ls "$DIR" | sed -n 's/^xtc-0*\([0-9][0-9]*\)\.seg$/\1/p' | sort -n | awk -v b=$((newest + 2)) '$1 > b' | head -n 1)
+[ -n "$first" ] || fail "no segment after the planted names"
+# The segments alone fill the budget: had the 3 MiB file counted, they
+# would hold less than 1 MiB.
+ours=$(cd "$DIR" && for f in xtc-*.seg; do [ "$f" = "$short" ] || [ "$f" = "$big" ] || stat -c %s "$f"; done |
+	awk '{ n += $1 } END { print n + 0 }')
+echo "  planted $short (14 bytes) and $big (3 MiB); the segments hold $ours bytes of the 4M budget"
+[ "$ours" -le $((4 << 20)) ] || fail "the segments hold $ours bytes, more than the budget"
+[ "$ours" -gt $((3 << 20)) ] || fail "the segments hold only $ours bytes: the planted file was counted"
+echo "PASS"
