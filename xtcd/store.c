@@ -382,12 +382,9 @@ static void segment_rotate(void)
 {
 	uint64_t next = store_seq_free(st.cur->seq + 1);
 
+	/* No waiting for the old segment's writes here: the new one's first
+	 * write is handed over only once they are done (submit_queued). */
 	segment_close(next == UINT64_MAX ? 0 : next);
-	/* Finish writing the old segment before the new one's header reaches
-	 * the disk: readers (xtcd --follow) rely on a newer segment meaning
-	 * that every older one is complete.  A few buffers, once a segment. */
-	while ((st.flen > 0 || st.qlen > 0) && store_wait_write() == 0)
-		;
 	store_evict_for(cfg.segment_bytes);
 	if (segment_open_free(next) < 0)
 		return;
@@ -782,6 +779,12 @@ static void submit_queued(void)
 		/* a header written by hand goes after every write before it */
 		if (st.flen > 0 && b->off < 0 && f->need_header)
 			break;
+		/* and a new segment's first write after every write of the old
+		 * one: readers (xtcd --follow) take a newer segment to mean that
+		 * every older one is complete, and write_failed() unwinds the
+		 * writes of one file at a time.  The loop goes on meanwhile. */
+		if (st.flen > 0 && st.flight[(st.fhead + st.flen - 1) % NBUF]->file != f)
+			break;
 		st.qhead = (st.qhead + 1) % NBUF;
 		st.qlen--;
 		b->state = BUF_INFLIGHT;
@@ -819,7 +822,9 @@ static void submit_next(void)
 		submit_queued();
 		queued = st.qlen;
 		retire(1);
-		if (st.qlen <= queued)
+		/* again when a failure queued buffers anew, or when the line
+		 * emptied in front of a new segment's first write */
+		if (st.qlen <= queued && !(st.flen == 0 && st.qlen > 0))
 			break;
 	}
 }
@@ -828,8 +833,11 @@ static void submit_next(void)
  * drain, which so frees buffers and publishes tails while it runs. */
 static void reap_inline(void)
 {
-	if (st.use_uring && st.flen > 0 && sur_reap(write_result) > 0)
+	if (st.use_uring && st.flen > 0 && sur_reap(write_result) > 0) {
 		retire(0);
+		if (st.flen == 0 && st.qlen > 0)
+			submit_queued(); /* a new segment's writes, held for the old one's */
+	}
 }
 
 /* io_uring told us (through its eventfd) that writes completed. */
@@ -873,6 +881,21 @@ void store_flush(void)
 	submit_next();
 	if (st.starved && !st.use_uring && st.loop != NULL && !ev_is_active(&st.resume_w))
 		ev_idle_start(st.loop, &st.resume_w);
+}
+
+/* Whether a buffer of segment seq is queued or in flight: such a
+ * segment is not deleted yet (the records it holds are counted from the
+ * file), which only a budget so small that the segment just closed is
+ * the oldest one ever meets; its turn comes at the next eviction. */
+int store_segment_writing(uint64_t seq)
+{
+	for (size_t i = 0; i < st.flen; i++)
+		if (st.flight[(st.fhead + i) % NBUF]->file->seq == seq)
+			return 1;
+	for (size_t i = 0; i < st.qlen; i++)
+		if (st.queue[(st.qhead + i) % NBUF]->file->seq == seq)
+			return 1;
+	return 0;
 }
 
 /* Block until a write in flight completes, so a buffer frees up: for

@@ -338,7 +338,8 @@ int store_evict_oldest(const char *why)
 	uint64_t cur, reserved;
 	int fd, foreign = 0;
 
-	if (st.ndisk == 0 || (store_current(&cur, &reserved) == 0 && st.disk[0].seq == cur))
+	if (st.ndisk == 0 || (store_current(&cur, &reserved) == 0 && st.disk[0].seq == cur) ||
+	    store_segment_writing(st.disk[0].seq))
 		return -1;
 	d = st.disk[0];
 	seg_path(path, sizeof path, cfg.dir, d.seq);

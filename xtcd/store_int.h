@@ -30,6 +30,7 @@
 /* The segment being written: its number and the bytes it will hold once
  * its buffers are written.  0, or -1 when there is none. */
 int  store_current(uint64_t *seq, uint64_t *reserved);
+int  store_segment_writing(uint64_t seq);
 /* The segment directory, open (it follows a --dir replaced under us). */
 int  store_dir_fd(void);
 /* Session ids from here on are at least `next` (what recovery found). */
