@@ -6,6 +6,15 @@
 # session is complete and reconciles.
 . "${top_srcdir:-.}/tests/e2e_lib.sh"
 
+# GCC 12's ASan runtime takes no lock around fork: a child forked while
+# another thread of the app is inside malloc hangs in its own first
+# malloc (seen in 4 of 5 runs of this test's sanitizer build, stuck in
+# SizeClassAllocator64::GetFromAllocator).  The plain build runs it.
+if nm "$XTCD" 2>/dev/null | grep -q '__asan_init'; then
+	echo "SKIP: $XTCD is an ASan build, whose allocator is not fork-safe with threads; the plain build runs this test"
+	exit 77
+fi
+
 FORKER=${FORKER:-$top_builddir/tests/xtc-forker}
 [ -x "$FORKER" ] || { echo "SKIP: $FORKER is not built"; exit 77; }
 

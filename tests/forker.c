@@ -37,40 +37,6 @@
 static unsigned long events;
 static unsigned child_ms = 300;
 
-/* Under ASan, a thread that starts or ends while another forks can leave
- * the sanitizer's allocator locked in the child (its runtime here takes
- * no lock around fork), and the child hangs in its first malloc.  So the
- * ASan build forks only between the chains' threads; the plain build
- * forks whenever it comes, as an application would. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SERIALIZE_FORK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SERIALIZE_FORK 1
-#endif
-#endif
-#ifndef SERIALIZE_FORK
-#define SERIALIZE_FORK 0
-#endif
-static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void fork_guard(int take)
-{
-	if (SERIALIZE_FORK)
-		take ? pthread_mutex_lock(&fork_lock) : pthread_mutex_unlock(&fork_lock);
-}
-
-/* One thread of a chain, from start to end, never beside a fork under ASan. */
-static void run_thread(void *(*fn)(void *), void *arg)
-{
-	pthread_t t;
-
-	fork_guard(1);
-	pthread_create(&t, NULL, fn, arg);
-	pthread_join(t, NULL);
-	fork_guard(0);
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec t;
@@ -115,8 +81,10 @@ static void *worker_chain(void *arg)
 	(void)arg;
 	for (unsigned g = 0; g < WORKER_GENERATIONS; g++) {
 		struct share s = { 2, g * per, per };
+		pthread_t t;
 
-		run_thread(share_thread, &s);
+		pthread_create(&t, NULL, share_thread, &s);
+		pthread_join(t, NULL);
 	}
 	printf("pid %d loop 2 emitted %lu\n", (int)getpid(), per * WORKER_GENERATIONS);
 	return NULL;
@@ -128,8 +96,10 @@ static void *unbound_chain(void *arg)
 	(void)arg;
 	for (unsigned g = 0; g < UNBOUND_THREADS; g++) {
 		struct share s = { XTC_TAIL_LOOP_NONE, g * UNBOUND_EVENTS, UNBOUND_EVENTS };
+		pthread_t t;
 
-		run_thread(share_thread, &s);
+		pthread_create(&t, NULL, share_thread, &s);
+		pthread_join(t, NULL);
 	}
 	return NULL;
 }
@@ -190,9 +160,7 @@ int main(int argc, char **argv)
 		emit_run(1, done, step);
 		done += step;
 		fflush(stdout);
-		fork_guard(1);
 		pid = fork();
-		fork_guard(0);
 		if (pid < 0) {
 			perror("fork");
 			return 1;
