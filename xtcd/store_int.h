@@ -2,8 +2,11 @@
  * xtcd/store_int.h - what the parts of the store share.  Only store*.c
  * include it; the rest of xtcd sees the store through xtcd/xtcd.h.
  *
- *   store.c          write buffers, blocks, segment files and rotation, the
- *                    io_uring/pwrite writer, init and teardown
+ *   store.c          write buffers, blocks, segment files and rotation,
+ *                    init and teardown (store_buf.h: what it shares with the
+ *                    writer)
+ *   store_write.c    the writer: sealed buffers to disk in order, with
+ *                    io_uring or pwrite, failed writes unwound
  *   store_budget.c   the list of segments in the directory, deletion under
  *                    the byte budget (EVICTED blocks), the per-uid quota
  *   store_recover.c  what a previous xtcd left: the newest segment mended,

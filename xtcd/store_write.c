@@ -1,0 +1,410 @@
+/*
+ * xtcd/store_write.c - the writer: sealed buffers to their segment files,
+ * with io_uring (several writes in flight) or pwrite(2).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xtcd/conf.h"
+#include "xtcd/store_buf.h"
+#include "xtcd/store_int.h"
+#include "xtcd/xtcd.h"
+
+/* ---------------------------------------------------------------------
+ * Writing
+ *
+ * Sealed buffers wait in store.queue; once handed to the kernel they sit in
+ * store.flight, in the order they were handed over, until they retire (in
+ * that order).  Each write names its own offset, given when it is first
+ * handed over (the end of the writes before it), so with io_uring several
+ * are in flight at once, and one that comes back short is sent on from
+ * where it stopped, wherever it sits in the line.  A buffer's commits are
+ * published only when it retires, that is once it and every buffer before
+ * it are written: a ring's tail never moves past a record that is not on
+ * disk, whatever order the kernel finishes the writes in.
+ */
+
+/* A buffer is done: publish its commits, free it, close its file if
+ * that was the file's last buffer. */
+static void buf_done(struct wbuf *b, int ok)
+{
+	struct segfile *f = b->file;
+
+	for (size_t i = 0; i < b->ncommits; i++) {
+		if (!ok && b->commits[i].bytes != 0)
+			store_uid_charge(f->seq, b->commits[i].uid, b->commits[i].bytes, -1);
+		session_commit(&b->commits[i], ok);
+	}
+	b->state = BUF_FREE;
+	if (ok) {
+		f->end += (off_t)b->len;
+	} else {
+		f->reserved -= (off_t)b->len;
+		if (f->fd >= 0)
+			store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
+	}
+	if (--f->pending == 0 && f->closing)
+		store_segfile_done(f);
+}
+
+static struct wbuf *flight_pop(void)
+{
+	struct wbuf *b = store.flight[store.fhead];
+
+	store.fhead = (store.fhead + 1) % NBUF;
+	store.flen--;
+	return b;
+}
+
+/* Put b back at the front of the queue of buffers to write. */
+static void queue_front(struct wbuf *b)
+{
+	b->state = BUF_QUEUED;
+	store.qhead = (store.qhead + NBUF - 1) % NBUF;
+	store.queue[store.qhead] = b;
+	store.qlen++;
+}
+
+/* Send what is left of b's write to the kernel (at the next submit). */
+static int write_send(struct wbuf *b)
+{
+	return sur_queue(b->file->fd, b->file == store.reg_file, (unsigned)(b - store.bufs), b->data + b->done,
+	                 (unsigned)(b->len - b->done), b->off + (off_t)b->done);
+}
+
+/* A write of b came back with res (bytes or -errno). */
+static void write_result(unsigned idx, int res)
+{
+	struct wbuf *b = idx < NBUF ? &store.bufs[idx] : NULL;
+
+	if (b == NULL || b->state != BUF_INFLIGHT)
+		return;
+	if (res == 0)
+		res = -EIO; /* no progress on a regular file: as pwrite says it */
+	if (res > 0 && b->done + (size_t)res < b->len && !store.unwinding) {
+		b->done += (size_t)res; /* short: send the rest, at its offset */
+		if (write_send(b) == 0)
+			return;
+		res = -EAGAIN;
+	}
+	if ((res == -EAGAIN || res == -EINTR) && !store.unwinding && write_send(b) == 0)
+		return;
+	if (res < 0) {
+		b->state = BUF_FAILED;
+		b->res = res;
+		return;
+	}
+	b->state = BUF_WRITTEN;
+	sio_observe(b->submit_ns);
+}
+
+/*
+ * The buffer at the front of the line failed: cut the file back to its
+ * last good byte (the end of the buffers before it, all written), free
+ * space if we can, and count its records as lost.  The writes behind it
+ * landed (or not) after a hole: they are waited for and written again
+ * from the cut, so the file never holds a hole in front of a block.
+ */
+static void write_failed(struct wbuf *b)
+{
+	struct segfile *f = b->file;
+	int err = -b->res;
+
+	if (f->fd < 0) {
+		buf_done(b, 0); /* a dead segment: said when it died */
+		return;
+	}
+	store.unwinding = 1;
+	for (size_t i = 0; i < store.flen; i++)
+		while (store.flight[(store.fhead + i) % NBUF]->state == BUF_INFLIGHT &&
+		       sur_wait(write_result) == 0)
+			;
+	store.unwinding = 0;
+	if (ftruncate(f->fd, f->end) < 0)
+		xlog_error("cannot cut segment %llu back after a failed write: %s",
+		     (unsigned long long)f->seq, strerror(errno));
+	if (f->end == 0)
+		f->need_header = 1; /* it held the header: write it again first */
+	if (err != store.last_errno)
+		xlog_error("writing segment %llu failed: %s; %llu records lost",
+		     (unsigned long long)f->seq, strerror(err), (unsigned long long)b->records);
+	store.last_errno = err;
+	if (err == ENOSPC || err == EDQUOT)
+		store_evict_oldest(STORE_FS_FULL);
+	f->wend = f->end; /* (buf_done may free f: its last buffer, closing) */
+	buf_done(b, 0);
+	/* All behind it are f's: a new segment's first write waits for
+	 * every write of the old one (segment_rotate). */
+	while (store.flen > 0) {
+		struct wbuf *later = store.flight[(store.fhead + store.flen - 1) % NBUF];
+
+		store.flen--;
+		later->done = 0;
+		later->off = -1;
+		queue_front(later);
+	}
+}
+
+/* Retire the written buffers at the front of the line, in order; a failed
+ * one too when may_fail (not while a block is being built: a failure may
+ * delete segments and so write an EVICTED block). */
+static void retire(int may_fail)
+{
+	while (store.flen > 0) {
+		struct wbuf *b = store.flight[store.fhead];
+
+		if (b->state == BUF_WRITTEN) {
+			flight_pop();
+			store.last_errno = 0;
+			buf_done(b, 1);
+		} else if (b->state == BUF_FAILED && may_fail) {
+			flight_pop();
+			write_failed(b);
+		} else {
+			break;
+		}
+	}
+}
+
+/*
+ * Write the header of a segment whose first buffer failed (or never got
+ * one) before its next buffer, so that the file does not begin with a
+ * block: without its header a segment is unreadable.  Every buffer before
+ * this one has retired (submit_next waits for that), so a newer header on
+ * disk still tells a follower that the older segments are complete.
+ * 0 or an errno value.
+ */
+static int header_reinstate(struct segfile *f)
+{
+	int err = sio_pwrite_all(f->fd, &f->hdr, sizeof f->hdr, 0);
+
+	if ((err == ENOSPC || err == EDQUOT) && store_evict_oldest(STORE_FS_FULL) == 0)
+		err = sio_pwrite_all(f->fd, &f->hdr, sizeof f->hdr, 0);
+	if (err != 0)
+		return err;
+	f->need_header = 0;
+	f->end = f->wend = (off_t)sizeof f->hdr;
+	f->reserved += (off_t)sizeof f->hdr;
+	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
+	return 0;
+}
+
+/* pwrite: b's write, whole, now. */
+static void write_now(struct wbuf *b)
+{
+	int err = sio_pwrite_all(b->file->fd, b->data + b->done, b->len - b->done,
+	                         b->off + (off_t)b->done);
+
+	b->state = err != 0 ? BUF_FAILED : BUF_WRITTEN;
+	b->res = -err;
+	if (err == 0)
+		sio_observe(b->submit_ns);
+}
+
+/* io_uring would not take the writes: wait for those it has, then write
+ * the rest (and from now on everything) with pwrite. */
+static void uring_give_up(int err)
+{
+	xlog_warn("io_uring submit failed (%s); falling back to pwrite", strerror(-err));
+	for (size_t i = 0; i < store.flen; i++) {
+		struct wbuf *b = store.flight[(store.fhead + i) % NBUF];
+
+		while (b->state == BUF_INFLIGHT && sur_wait(write_result) == 0)
+			;
+	}
+	ev_io_stop(store.loop, &store.uring_w);
+	sur_exit(); /* drops the writes never submitted */
+	store.use_uring = 0;
+	for (size_t i = 0; i < store.flen; i++) {
+		struct wbuf *b = store.flight[(store.fhead + i) % NBUF];
+
+		if (b->state == BUF_INFLIGHT)
+			write_now(b);
+	}
+}
+
+/* Hand the queued buffers to the writer, in order. */
+void writer_submit_queued(void)
+{
+	int err;
+
+	while (store.qlen > 0) {
+		struct wbuf *b = store.queue[store.qhead];
+		struct segfile *f = b->file;
+
+		/* a header written by hand goes after every write before it */
+		if (store.flen > 0 && b->off < 0 && f->need_header)
+			break;
+		/* and a new segment's first write after every write of the old
+		 * one: readers (xtcd --follow) take a newer segment to mean that
+		 * every older one is complete, and write_failed() unwinds the
+		 * writes of one file at a time.  The loop goes on meanwhile. */
+		if (store.flen > 0 && store.flight[(store.fhead + store.flen - 1) % NBUF]->file != f)
+			break;
+		store.qhead = (store.qhead + 1) % NBUF;
+		store.qlen--;
+		b->state = BUF_INFLIGHT;
+		store.flight[(store.fhead + store.flen++) % NBUF] = b;
+		if (f->fd < 0) {
+			b->state = BUF_FAILED;
+			b->res = -f->err;
+			continue;
+		}
+		if (b->off < 0 && f->need_header && (err = header_reinstate(f)) != 0) {
+			b->state = BUF_FAILED;
+			b->res = -err;
+			continue;
+		}
+		if (b->off < 0) {
+			b->off = f->wend;
+			f->wend += (off_t)b->len;
+			b->submit_ns = sio_now_ns();
+		}
+		if (!store.use_uring || write_send(b) < 0)
+			write_now(b);
+	}
+	if (store.use_uring && (err = sur_submit()) < 0 && err != -EAGAIN && err != -EBUSY)
+		uring_give_up(err);
+}
+
+/* Hand over what is queued and retire what is written.  A failure puts
+ * the buffers behind it back in the queue: they go again at once (each
+ * round loses the failed buffer, so this ends). */
+void writer_submit_next(void)
+{
+	for (;;) {
+		size_t queued;
+
+		writer_submit_queued();
+		queued = store.qlen;
+		retire(1);
+		/* again when a failure queued buffers anew, or when the line
+		 * emptied in front of a new segment's first write */
+		if (store.qlen <= queued && !(store.flen == 0 && store.qlen > 0))
+			break;
+	}
+}
+
+/* Completions there are, read without a system call, retired: for the
+ * drain, which so frees buffers and publishes tails while it runs. */
+void writer_reap_inline(void)
+{
+	if (store.use_uring && store.flen > 0 && sur_reap(write_result) > 0) {
+		retire(0);
+		if (store.flen == 0 && store.qlen > 0)
+			writer_submit_queued(); /* a new segment's writes, held for the old one's */
+	}
+}
+
+/* io_uring told us (through its eventfd) that writes completed. */
+static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	uint64_t n;
+
+	(void)loop; (void)w; (void)revents;
+	if (read(sur_efd(), &n, sizeof n) < 0) {
+		/* a hint only: read the completions regardless */
+	}
+	sur_reap(write_result);
+	writer_submit_next(); /* the rest of a short write; retires, failures too */
+	/* A drain that stopped because every buffer was waiting for the
+	 * disk goes on now that one is free, not at the next nudge or
+	 * timer: under overload that wait is what made io_uring slower
+	 * than pwrite, whose writes never leave the drain without one. */
+	if (store.starved && !store.rotating) {
+		store.starved = 0;
+		session_drain_all();
+	}
+}
+
+/* pwrite: the buffers a starved drain filled are written now; let the
+ * loop run its other watchers once, then drain on instead of waiting for
+ * the next nudge or timer (a producer whose ring is full nudges no more).
+ * io_uring resumes in uring_cb() instead, when a write completes. */
+static void resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
+	if (store.starved && !store.rotating) {
+		store.starved = 0;
+		session_drain_all();
+	}
+}
+
+void store_flush(void)
+{
+	store_buf_seal();
+	writer_submit_next();
+	if (store.starved && !store.use_uring && store.loop != NULL && !ev_is_active(&store.resume_w))
+		ev_idle_start(store.loop, &store.resume_w);
+}
+
+/* Whether a buffer of segment seq is queued or in flight: such a
+ * segment is not deleted yet (the records it holds are counted from the
+ * file), which only a budget so small that the segment just closed is
+ * the oldest one ever meets; its turn comes at the next eviction. */
+int store_segment_writing(uint64_t seq)
+{
+	for (size_t i = 0; i < store.flen; i++)
+		if (store.flight[(store.fhead + i) % NBUF]->file->seq == seq)
+			return 1;
+	for (size_t i = 0; i < store.qlen; i++)
+		if (store.queue[(store.qhead + i) % NBUF]->file->seq == seq)
+			return 1;
+	return 0;
+}
+
+/* Block until a write in flight completes, so a buffer frees up: for
+ * the few records that must not wait for the loop (a session's start).
+ * Returns 0, or -1 when nothing is in flight to wait for. */
+int store_wait_write(void)
+{
+	store_flush();
+	if (store.flen == 0 || !store.use_uring)
+		return -1;
+	if (sur_wait(write_result) < 0)
+		return -1;
+	writer_submit_next();
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Init and teardown
+ */
+
+void writer_init(void)
+{
+	uint8_t *bufs[NBUF];
+
+	ev_idle_init(&store.resume_w, resume_cb);
+	if (cfg.force_pwrite)
+		return;
+	for (int i = 0; i < NBUF; i++)
+		bufs[i] = store.bufs[i].data;
+	if (sur_init(bufs, NBUF, BUF_SIZE) < 0) {
+		xlog_warn("io_uring is unavailable here; writing with pwrite");
+		return;
+	}
+	store.use_uring = 1;
+	ev_io_init(&store.uring_w, uring_cb, sur_efd(), EV_READ);
+	ev_io_start(store.loop, &store.uring_w);
+}
+
+void writer_wait_all(void)
+{
+	ev_idle_stop(store.loop, &store.resume_w);
+	writer_submit_next();
+	while (store.use_uring && store.flen > 0 && sur_wait(write_result) == 0)
+		writer_submit_next();
+}
+
+void writer_fini(void)
+{
+	if (store.use_uring) {
+		ev_io_stop(store.loop, &store.uring_w);
+		sur_exit();
+	}
+}
