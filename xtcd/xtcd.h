@@ -47,6 +47,7 @@ struct config {
 	uint64_t    keep_free;
 	unsigned    drain_ms;
 	int         force_pwrite;
+	int         direct;        /* O_DIRECT writes of whole blocks where the filesystem takes them */
 	int         sync;          /* enum sync_policy */
 	unsigned    sync_ms;
 	unsigned    hello_timeout_ms;
