@@ -94,10 +94,11 @@ for io in io_uring pwrite; do
 	flags=(--direct)
 	[ "$io" = pwrite ] && flags+=(--pwrite)
 	start_xtcd "${flags[@]}" --segment-bytes 16M
+	grep -q "listening on .*$io.*, O_DIRECT)" "$T/xtcd.log" || fail "$io: the startup line does not say O_DIRECT"
 	XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 1500000 0 >"$T/lg.out" 2>&1 || fail "$io: xtc-loadgen exited $?"
 	wait_log "ended:" 20
 	stop_xtcd
-	grep -q "O_DIRECT" "$T/xtcd.log" && fail "$io: xtcd said: $(grep O_DIRECT "$T/xtcd.log")"
+	grep -q "O_DIRECT refused\|O_DIRECT write" "$T/xtcd.log" && fail "$io: xtcd said: $(grep O_DIRECT "$T/xtcd.log")"
 	res=$(resident)
 	if command -v fincore >/dev/null 2>&1 && [ "$fs" != tmpfs ]; then
 		[ "$res" -lt 50 ] || fail "$io: $res% of the segments are in the page cache: not written O_DIRECT"
@@ -179,6 +180,7 @@ start_xtcd --direct --segment-bytes 1M
 XTC_TAIL_RING_RECORDS=1048576 "$LOADGEN" 2 1000000 0 >"$T/lg.out" 2>&1 || fail "ramfs: xtc-loadgen exited $?"
 wait_log "ended:" 20
 stop_xtcd
+grep "listening on" "$T/xtcd.log" | grep -q "O_DIRECT" && fail "ramfs: the startup line says O_DIRECT"
 said=$(grep -c "O_DIRECT refused" "$T/xtcd.log")
 segs=$(ls "$DIR"/xtc-*.seg | wc -l)
 [ "$said" -eq 1 ] || fail "ramfs: the refusal was said $said times, not once ($segs segments)"

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +41,14 @@ static int  segment_open(uint64_t seq);
 
 const char *store_io_backend(void)
 {
-	return store.use_uring ? sur_describe() : "pwrite";
+	static char text[64];
+	const char *how = store.use_uring ? sur_describe() : "pwrite";
+
+	/* O_DIRECT as the current segment has it (a refusal is said apart) */
+	if (!store.direct || store.cur == NULL || store.cur->dfd < 0)
+		return how;
+	snprintf(text, sizeof text, "%s, O_DIRECT", how);
+	return text;
 }
 
 uint64_t store_next_session_id(void)
