@@ -6,11 +6,12 @@ ns, io_uring's io-wq threads included) and each thread's wakes
 (voluntary context switches).
 
   bench/cpu_1m.py [--pairs N] [--seconds S] [--rate R] [--xtcd-args '...']
-                  NAME=PATH_TO_XTCD [NAME=PATH ...]
+                  NAME=PATH_TO_XTCD[@ARGS] [NAME=PATH[@ARGS] ...]
 
 Each round runs every binary once, in turn, so the machine's load falls
 on all alike; the load average is printed with each round.  Figures per
-binary: median [min-max] of CPU-s per million events, and the share of
+binary (with its own xtcd flags after an @, e.g. new=xtcd/xtcd@--pwrite):
+median [min-max] of CPU-s per million events, and the share of
 the main thread, the worker and the io-wq threads, and wakes a second.
 """
 import argparse
@@ -82,12 +83,13 @@ class Watch:
 
 
 def run_once(xtcd, a):
+    xtcd, _, extra = xtcd.partition("@")
     tmp = tempfile.mkdtemp(prefix="xtc-cpu1m.")
     seg, sock, logp = os.path.join(tmp, "seg"), os.path.join(tmp, "sock"), os.path.join(tmp, "log")
     os.mkdir(seg)
     logf = open(logp, "w")
     p = subprocess.Popen([xtcd, "--dir", seg, "--socket", sock, "--max-bytes", "8G"] +
-                         shlex.split(a.xtcd_args), stdout=logf, stderr=subprocess.STDOUT)
+                         shlex.split(a.xtcd_args) + shlex.split(extra), stdout=logf, stderr=subprocess.STDOUT)
     try:
         for _ in range(500):
             if os.path.exists(sock) and "listening" in open(logp).read():

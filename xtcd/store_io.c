@@ -229,8 +229,9 @@ int sur_wait(void (*done)(unsigned buf, int res))
 }
 
 /* Whether a completion signals the eventfd (a flag in the ring's shared
- * memory: no system call).  Returns the completions waiting, read after
- * the change: those that came while the signal was off posted none. */
+ * memory: no system call).  Returns whether completions wait, read after
+ * the change (those that came while the signal was off posted none):
+ * posted, or held by the kernel for the next enter (SUR_SETUP). */
 unsigned sur_wake(int on)
 {
 	if (!ur.on)
@@ -238,7 +239,7 @@ unsigned sur_wake(int on)
 	if (io_uring_cq_eventfd_enabled(&ur.ring) != (on != 0) &&
 	    io_uring_cq_eventfd_toggle(&ur.ring, on != 0) == 0)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag before the tail's load */
-	return io_uring_cq_ready(&ur.ring);
+	return io_uring_cq_ready(&ur.ring) + !!(IO_URING_READ_ONCE(*ur.ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
 void sur_exit(void)
