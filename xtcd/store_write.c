@@ -311,7 +311,9 @@ void writer_reap_inline(void)
  * round itself (store_reap, and writer_reap_inline at each block), which
  * the drain timer runs at least once a drain period: at a steady rate a
  * round's write is done long before the next round, and a wake to reap
- * it would cost an epoll_wait and an eventfd read a period for nothing.
+ * it would cost an epoll_wait and an eventfd read a period for nothing
+ * (the kernel's own work per write waits for the loop too: store_io.c,
+ * SUR_SETUP).
  * So a completion waits at most a drain period to be read, and one that
  * is waited for wakes the loop at once (but in the race below, a period).
  */
