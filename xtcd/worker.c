@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "xtcd/xtcd.h"
@@ -49,6 +50,8 @@ static struct {
 	int             busy;    /* a JOB_SYNC is running */
 	int             stop;
 	int             running;
+	int             nice;    /* the thread's nice: xtcd's from before prio_boost */
+	int             nice_set;
 	pthread_t       th;
 } wk = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
@@ -96,6 +99,9 @@ static void touch(const struct job *j)
 static void *worker_main(void *arg)
 {
 	(void)arg;
+	/* A nice per thread: the chores must not compete with the drain. */
+	if (wk.nice_set && setpriority(PRIO_PROCESS, 0, wk.nice) < 0)
+		xlog_debug("worker thread: cannot set nice %d: %s", wk.nice, strerror(errno));
 	pthread_mutex_lock(&wk.mu);
 	for (;;) {
 		struct job j;
@@ -122,6 +128,12 @@ static void *worker_main(void *arg)
 	}
 	pthread_mutex_unlock(&wk.mu);
 	return NULL;
+}
+
+void worker_set_nice(int nice)
+{
+	wk.nice = nice;
+	wk.nice_set = 1;
 }
 
 int worker_start(void)
