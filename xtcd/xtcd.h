@@ -231,6 +231,12 @@ extern struct ev_loop *xtcd_loop;
 int  worker_start(void);
 /* Take fd: fdatasync it (if sync) and close it, in hand-over order. */
 void worker_close(int fd, uint64_t seq, int sync);
+/* Take fd, the last descriptor of a deleted segment of `bytes`: close it
+ * on the worker, where the kernel frees the file. */
+void worker_release(int fd, uint64_t bytes);
+/* Bytes of deleted segments the worker has not closed yet: free space to
+ * come, for --keep-free. */
+uint64_t worker_releasing(void);
 /* fdatasync a dup of fd, unless a sync is still queued or running. */
 void worker_sync(int fd, uint64_t seq);
 /* What the owner of a mapping keeps to know the worker is done with it. */
