@@ -13,7 +13,7 @@ xtc_build "$top"
 make -C "$top" -j2 check TESTS= >/dev/null
 cd "$top"
 rc=0
-for t in tests/e2e_clickhouse.sh tests/e2e_metrics.sh; do
+for t in tests/e2e_clickhouse.sh tests/e2e_ship_walk.sh tests/e2e_metrics.sh; do
 	[ -f "$t" ] || continue
 	echo "==== $t"
 	s=$SECONDS

@@ -1,8 +1,10 @@
 /*
- * tests/segwrite.c - xtc-segwrite DIR: write one segment (DIR/xtc-000001.seg)
- * whose blocks a script on stdin gives, one a line, so that a test can put
- * a DROP exactly where it wants it (first in a stream, after the last
- * event, two in a row, in no ring) without racing a real producer:
+ * tests/segwrite.c - xtc-segwrite [--seq N] [--no-end] DIR: write one
+ * segment (DIR/xtc-000001.seg, or number N) whose blocks a script on stdin
+ * gives, one a line, so that a test can put a DROP exactly where it wants
+ * it (first in a stream, after the last event, two in a row, in no ring),
+ * or shape a segment as xtcd leaves it mid-write or after a cut back,
+ * without racing a real producer:
  *
  *   start SESSION PID                 SESSION_START (4 rings, anchor at 0)
  *   events SESSION RING LOOP TS N     N records of ring RING (bound to LOOP),
@@ -11,7 +13,8 @@
  *                                     RING "none" for XTC_SEG_RING_NONE)
  *   end SESSION                       SESSION_END, a clean detach
  *
- * The segment ends with a SEGMENT_END.  Exit 0, or 2 with one line on
+ * The segment ends with a SEGMENT_END naming N + 1, unless --no-end (as
+ * xtcd leaves the segment it is writing).  Exit 0, or 2 with one line on
  * stderr naming the bad line.
  */
 #ifdef HAVE_CONFIG_H
@@ -150,21 +153,31 @@ static int run_line(const char *l)
 int main(int argc, char **argv)
 {
 	struct xtc_seg_file_hdr h;
-	struct xtc_seg_segment_end e = { .end_mono_ns = 999999999, .next_seq = 2 };
+	struct xtc_seg_segment_end e = { .end_mono_ns = 999999999 };
 	uint8_t boot[16] = { 1, 2, 3 };
 	char path[4200], line[256];
 	unsigned lineno = 0;
+	uint64_t seq = 1;
+	int with_end = 1, a = 1;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: xtc-segwrite DIR < script (see tests/segwrite.c)\n");
+	for (; a + 1 < argc && argv[a][0] == '-'; a++) {
+		if (strcmp(argv[a], "--no-end") == 0)
+			with_end = 0;
+		else if (strcmp(argv[a], "--seq") == 0 && a + 2 < argc)
+			seq = strtoull(argv[++a], NULL, 10);
+		else
+			break;
+	}
+	if (a + 1 != argc || seq == 0) {
+		fprintf(stderr, "usage: xtc-segwrite [--seq N] [--no-end] DIR < script (see tests/segwrite.c)\n");
 		return 2;
 	}
-	seg_path(path, sizeof(path), argv[1], 1);
+	seg_path(path, sizeof(path), argv[a], seq);
 	if ((seg_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
 		fprintf(stderr, "xtc-segwrite: %s: %s\n", path, strerror(errno));
 		return 2;
 	}
-	seg_file_hdr_init(&h, 1, 100, REAL_AT_ZERO, 0, boot, "segwrite");
+	seg_file_hdr_init(&h, seq, 100, REAL_AT_ZERO, 0, boot, "segwrite");
 	if (write(seg_fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
 		fprintf(stderr, "xtc-segwrite: write: %s\n", strerror(errno));
 		return 2;
@@ -177,6 +190,8 @@ int main(int argc, char **argv)
 		}
 	}
 	e.blocks = blocks;
-	put_block(XTC_BLK_SEGMENT_END, &e, sizeof(e), NULL, 0);
+	e.next_seq = seq + 1;
+	if (with_end)
+		put_block(XTC_BLK_SEGMENT_END, &e, sizeof(e), NULL, 0);
 	return close(seg_fd) == 0 ? 0 : 2;
 }

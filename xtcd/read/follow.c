@@ -9,20 +9,17 @@
  * --cat (text, or JSON with --json), until SIGINT or SIGTERM, or until its
  * output pipe is closed; all three end it with exit code 0.
  *
- * How it reads.  Segments are read in sequence order from a (segment,
- * byte offset) position that only ever moves past whole, valid blocks
- * (lib/seg/segread.h), so no record is printed twice or skipped:
- *
- *   - A block cut short by the end of the file is xtcd writing it: the
- *     follower waits and reads it again from its start, once whole.
- *   - A segment is finished at its SEGMENT_END block, which names the
- *     next one.  Without one (xtcd was killed), it is finished once a
- *     newer segment has its file header on disk: xtcd writes in order, so
- *     nothing more will come, and what is left after the last valid block
- *     is reported as a torn tail.
- *   - A segment deleted under the byte budget before the follower got to
- *     its end (it lagged) is one line on stderr, naming what was lost;
- *     reading carries on from the oldest segment that is left.
+ * How it reads.  Through the segments in order, from a (segment, byte
+ * offset) position that only ever moves past whole, valid blocks
+ * (xtcd/read/walk.h, the same walk as --ship's), so no record is printed
+ * twice or skipped: a block cut short by the end of the file is xtcd
+ * writing it, and is read again once whole; a segment is finished at its
+ * SEGMENT_END, or, after a crash, once a newer one has its header on disk
+ * (what is left after its last valid block is reported); a segment xtcd
+ * cut back after a failed write is read on from its last valid block (one
+ * line); segments deleted under the byte budget before the follower got
+ * to their end (it lagged) are one line on stderr, naming what was lost,
+ * and reading carries on from the oldest segment that is left.
  *
  * It never blocks xtcd: files are opened read-only, briefly, and never
  * locked.  It waits in ppoll(2) on an inotify watch of DIR (IN_MODIFY,
@@ -62,9 +59,9 @@
 
 #include "xtcd/read/view.h"
 #include "xtcd/read/read.h"
+#include "xtcd/read/walk.h"
 
 #define POLL_MS_DEFAULT 200
-#define FILE_HDR        ((off_t)sizeof(struct xtc_seg_file_hdr))
 
 static volatile sig_atomic_t stop_signal;
 
@@ -94,13 +91,7 @@ struct follow {
 	uint64_t skip;            /* printable items still to pass over */
 	enum end_why end;
 
-	/* where we are */
-	int      have_seq;        /* seq names the segment being read */
-	uint64_t seq;
-	off_t    off;             /* resume here (0: not past the header yet) */
-	int      seg_done;        /* its SEGMENT_END was read */
-	uint64_t next_seq;        /* what that SEGMENT_END named (0: none) */
-	uint64_t floor;           /* with !have_seq: wait for a segment above this */
+	struct walk w;            /* where we are (walk.h) */
 	int      said_waiting;    /* "waiting for segments" was said */
 
 	/* problems already reported, so a retried block is reported once */
@@ -146,8 +137,7 @@ static int follow_item_cb(const struct segread_item *it, void *user)
 		return 1;
 	}
 	if (it->type == SEGREAD_SEGMENT_END && !fw->counting) {
-		fw->seg_done = 1;
-		fw->next_seq = it->u.seg_end.next_seq;
+		walk_seg_end(&fw->w, it->u.seg_end.next_seq);
 	}
 	if (!view_wants(&fw->view, fw->counting ? fw->counter : fw->r, it))
 		return 0;
@@ -219,58 +209,16 @@ static void follow_problem_cb(const struct segread_problem *p, void *user)
 
 /* ---- the segments in DIR ---- */
 
-/* Whether a segment newer than the current one has its header on disk,
- * and which (*next): the next number, or, when something that is not a
- * segment sits under that name (a FIFO or device someone put there,
- * which xtcd skips), the oldest segment above. */
-static int newer_begun(struct follow *fw, uint64_t *next)
+/* Segments from..to were deleted before we read (all of) them, or were
+ * never segments: one line. */
+static void note_gap(void *user, uint64_t from, off_t at, uint64_t to, uint64_t resume,
+                     int not_segments)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	struct follow *fw = user;
 
-	*next = fw->seq + 1;
-	if (seg_begun(fw->dir_path, *next))
-		return 1;
-	if (seg_path(path, sizeof(path), fw->dir_path, *next) >= (int)sizeof(path) ||
-	    stat(path, &st) < 0 || S_ISREG(st.st_mode))
-		return 0;
-	return seg_oldest_above(fw->dir_path, fw->seq, next) == 0 && *next &&
-	       seg_begun(fw->dir_path, *next);
-}
-
-/* Start reading segment seq at its beginning. */
-static void go_to(struct follow *fw, uint64_t seq)
-{
-	fw->have_seq = 1;
-	fw->seq = seq;
-	fw->off = 0;
-	fw->seg_done = 0;
-	fw->next_seq = 0;
-}
-
-/* Whether every number from..to names something in DIR that is not a
- * segment (a FIFO, link or device under a segment's name, which xtcd
- * skips over and seg_list does not list): then nothing was deleted. */
-static int gap_not_segments(struct follow *fw, uint64_t from, uint64_t to)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (to - from >= 64)
-		return 0; /* more than anyone plants: a real gap */
-	for (uint64_t seq = from; seq <= to; seq++)
-		if (seg_path(path, sizeof(path), fw->dir_path, seq) >= (int)sizeof(path) ||
-		    lstat(path, &st) < 0 || S_ISREG(st.st_mode))
-			return 0;
-	return 1;
-}
-
-/* Segments from..to were deleted before we read (all of) them: one line. */
-static void note_gap(struct follow *fw, uint64_t from, off_t at, uint64_t to, uint64_t resume)
-{
 	fw->skip = 0;   /* what -n meant to show first is partly gone: show the rest */
 	follow_flush(fw);
-	if (at == 0 && gap_not_segments(fw, from, to)) {
+	if (not_segments) {
 		fprintf(stderr, "xtcd: xtc-%06" PRIu64 ".seg%s %s not a segment but something else "
 		        "named like one (a FIFO, link or device): skipped; ", from,
 		        from == to ? "" : " and the next ones", from == to ? "is" : "are");
@@ -299,144 +247,53 @@ static void note_gap(struct follow *fw, uint64_t from, off_t at, uint64_t to, ui
 
 /* Started on a directory with no segment in it (yet): say once what we
  * wait for, so an empty screen is not mistaken for a wrong directory. */
-static void note_waiting(struct follow *fw)
+static void note_waiting(void *user)
 {
-	if (fw->said_waiting || fw->floor)
+	struct follow *fw = user;
+
+	if (fw->said_waiting || fw->w.floor)
 		return;
 	fw->said_waiting = 1;
 	follow_flush(fw);
 	fprintf(stderr, "xtcd: waiting for segments in %s: there are none yet\n", fw->dir_path);
 }
 
-/* The segment being read is gone: skip to the oldest one left. */
-static int on_vanished(struct follow *fw)
+/* xtcd cut the segment back after a failed write: one line. */
+static void note_shrunk(void *user, const char *path, off_t from, off_t to)
 {
-	uint64_t next;
-	int ret = seg_oldest_above(fw->dir_path, fw->seq, &next);
+	struct follow *fw = user;
 
-	if (ret < 0)
-		return ret;
-	note_gap(fw, fw->seq, fw->off, next ? next - 1 : fw->seq, next);
-	if (next) {
-		go_to(fw, next);
-		return 1;
-	}
-	fw->have_seq = 0;
-	fw->floor = fw->seq;
-	return 0;
+	follow_flush(fw);
+	fprintf(stderr, "xtcd: %s was cut back from byte %lld to %lld (xtcd drops a block "
+	        "whose write failed, and counts its records as lost); going on from there\n",
+	        path, (long long)from, (long long)to);
 }
 
-/*
- * The segment is shorter than where we are: xtcd cuts a segment back to
- * its last whole block when a write fails (and counts that write's
- * records as lost), then appends after it.  Go on from the new end.
- */
-static void on_shrunk(struct follow *fw)
+static int follow_read(void *user, uint64_t seq, off_t from, enum segread_tail tail,
+                       struct segread_span *sp)
 {
-	struct segread_span bs;
-	char path[PATH_MAX];
-	int fd;
+	struct follow *fw = user;
 
-	if (seg_path(path, sizeof(path), fw->dir_path, fw->seq) >= (int)sizeof(path))
-		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return;
-	if (segread_blocks(fd, FILE_HDR, NULL, NULL, &bs) == 0 && bs.stop != SEGREAD_SHRUNK &&
-	    bs.next < fw->off) {
-		follow_flush(fw);
-		fprintf(stderr, "xtcd: %s was cut back from byte %lld to %lld (xtcd drops a block "
-		        "whose write failed, and counts its records as lost); going on from there\n",
-		        path, (long long)fw->off, (long long)bs.next);
-		fw->off = bs.next;
-	}
-	close(fd);
+	return segread_segment(fw->r, seq, from, tail, sp);
 }
 
-/* The current segment is finished: move to the one after it, if it has
- * appeared.  1 moved, 0 not yet, or -errno. */
-static int advance(struct follow *fw)
+static int follow_stopped(void *user)
 {
-	uint64_t next;
-	int ret;
-
-	if (fw->next_seq && seg_begun(fw->dir_path, fw->next_seq)) {
-		go_to(fw, fw->next_seq);
-		return 1;
-	}
-	if ((ret = seg_oldest_above(fw->dir_path, fw->seq, &next)) < 0)
-		return ret;
-	if (!next)
-		return 0;
-	if (next > fw->seq + 1)
-		note_gap(fw, fw->seq + 1, 0, next - 1, next);
-	go_to(fw, next);
-	return 1;
+	return ((struct follow *)user)->end != RUNNING;
 }
 
-/*
- * Read what is new in the current segment.  Returns 1 when it moved on to
- * another segment (read again at once), 0 when it is caught up (wait), or
- * -errno for a failure that ends following.
- */
-static int follow_step(struct follow *fw)
+/* Starting at the oldest segment: -n all shows from there. */
+static void follow_started(void *user, uint64_t seq)
 {
-	struct segread_span sp;
-	uint64_t first, newer;
-	int ret;
+	struct follow *fw = user;
 
-	if (!fw->have_seq) {
-		if ((ret = seg_oldest_above(fw->dir_path, fw->floor, &first)) < 0)
-			return ret;
-		if (!first) {
-			note_waiting(fw);
-			return 0;
-		}
-		if (fw->floor && first > fw->floor + 1)
-			note_gap(fw, fw->floor + 1, 0, first - 1, first);
-		if (!fw->floor)
-			fw->start_seq = fw->oldest = first;   /* starting: at the oldest */
-		go_to(fw, first);
-	}
-	if (fw->seg_done)
-		return advance(fw);
-	ret = segread_segment(fw->r, fw->seq, fw->off, SEGREAD_TAIL_QUIET, &sp);
-	if (fw->end != RUNNING)
-		return 0;
-	if (ret == -ENOENT)
-		return on_vanished(fw);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret == 0 && sp.stop == SEGREAD_SHRUNK)
-		on_shrunk(fw);
-	else if (ret == 0)
-		fw->off = sp.next;
-	if (fw->seg_done)
-		return advance(fw);
-	/*
-	 * Not finished.  If a newer segment has its header on disk, xtcd
-	 * wrote everything it had for this one first: read it one last time
-	 * (reporting what is left as torn) and go on.  A bad file header, a
-	 * read error or a file that shrank under us ends the segment the same
-	 * way, once a newer one exists.
-	 */
-	if (!newer_begun(fw, &newer))
-		return 0;
-	if (ret == 0) {
-		ret = segread_segment(fw->r, fw->seq, fw->off, SEGREAD_TAIL_CORRUPT, &sp);
-		if (fw->end != RUNNING)
-			return 0;
-		if (ret == -ENOENT)
-			return on_vanished(fw);
-		if (ret == -ENOMEM)
-			return ret;
-		if (fw->seg_done)
-			return advance(fw);
-	}
-	fw->seg_done = 1;
-	fw->next_seq = newer;
-	return advance(fw);
+	fw->start_seq = fw->oldest = seq;
 }
+
+static const struct walk_ops follow_walk = {
+	.read = follow_read, .stopped = follow_stopped, .gap = note_gap, .shrunk = note_shrunk,
+	.started = follow_started, .waiting = note_waiting,
+};
 
 /* ---- -n: where the last N records begin ---- */
 
@@ -477,7 +334,7 @@ static int position_last(struct follow *fw, long long lines)
 		i = 0;   /* fewer than `lines` in all: show everything */
 		total = (uint64_t)lines;
 	}
-	go_to(fw, seqs[i]);
+	walk_go_to(&fw->w, seqs[i]);
 	fw->start_seq = seqs[i];
 	fw->skip = total - (uint64_t)lines;
 out:
@@ -639,6 +496,7 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 	if (!fw)
 		return 2;
 	snprintf(fw->dir_path, sizeof(fw->dir_path), "%s", dir);
+	walk_init(&fw->w, dir, &follow_walk, fw);
 	/* Batches are flushed whole after each read, so a big buffer costs no
 	 * latency and saves write(2)s when records come fast. */
 	if (!isatty(fileno(out)))
@@ -650,7 +508,7 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 	if (ret == 0 && o->lines != -1)
 		ret = position_last(fw, o->lines);
 	while (ret >= 0 && fw->end == RUNNING) {
-		ret = follow_step(fw);
+		ret = walk_step(&fw->w);
 		if (ret != 0)
 			continue;
 		follow_flush(fw);

@@ -4,11 +4,12 @@
  *
  *   int xtcd_ship(const struct ship_opts *o);
  *
- * Following.  The same rules as --follow (xtcd/read/follow.c), over the
+ * Following.  The same walk as --follow's (xtcd/read/walk.h), over the
  * same reader (lib/seg/segread.h): a position (segment, block offset) that
  * only moves past whole, valid blocks; a segment is finished at its
- * SEGMENT_END, or once a newer one has its header on disk; a segment
- * deleted under the byte budget before it was shipped is a gap.  Unlike
+ * SEGMENT_END, or once a newer one has its header on disk; a segment cut
+ * back after a failed write is read on from its last valid block; a
+ * segment deleted under the byte budget before it was shipped is a gap.  Unlike
  * --follow it never prints, it cuts what it reads into batches at block
  * boundaries, and a gap is not only a stderr line but a row of its own
  * (drops.what = 'unshipped') in the batch that resumes after it.
@@ -55,8 +56,8 @@
 
 #include "xtcd/read/ship.h"
 #include "xtcd/read/textfile.h"
+#include "xtcd/read/walk.h"
 
-#define FILE_HDR       ((off_t)sizeof(struct xtc_seg_file_hdr))
 #define BACKOFF_MIN_MS 200u
 #define BACKOFF_MAX_MS 5000u
 #define SAY_EVERY_MS   60000u
@@ -98,14 +99,9 @@ struct ship {
 	int   ifd;
 
 	/* where the reader is */
-	int      have_seq;
-	uint64_t seq;
-	off_t    off;
-	int      warm;           /* re-reading seq from its start after a resume */
+	struct walk w;           /* walk.h */
+	int      warm;           /* re-reading w.seq from its start after a resume */
 	off_t    skip_below;     /* ... leaving out the blocks before this */
-	int      seg_done;
-	uint64_t next_seq;
-	uint64_t floor;          /* !have_seq: wait for a segment above this */
 
 	/* the segment being read */
 	char     host[64];
@@ -234,9 +230,9 @@ static int cursor_read(struct ship *s, struct cursor *c)
 /* The position after everything read so far. */
 static struct cursor position(const struct ship *s)
 {
-	if (!s->have_seq)
+	if (!s->w.have_seq)
 		return s->ack;   /* waiting after a gap: its row is not sent yet */
-	return (struct cursor){ s->seq, s->off, s->seg_done, s->next_seq };
+	return (struct cursor){ s->w.seq, s->w.off, s->w.seg_done, s->w.next_seq };
 }
 
 /* Whether c is ahead of what the cursor file says. */
@@ -273,26 +269,29 @@ static uint64_t lag_bytes(struct ship *s)
 	return total;
 }
 
-static void go_to(struct ship *s, uint64_t seq)
+/* The walk is at the start of a segment. */
+static void ship_moved(void *user, uint64_t seq)
 {
-	s->have_seq = 1;
-	s->seq = seq;
-	s->off = 0;
+	struct ship *s = user;
+
+	(void)seq;
 	s->warm = 0;
 	s->skip_below = 0;
-	s->seg_done = 0;
-	s->next_seq = 0;
 	s->in_blk = 0;
 }
 
 /* Segments first..last were deleted before they were shipped (the first
- * from byte at): one line now, a row with the next segment's header. */
-static void note_gap(struct ship *s, uint64_t first, off_t at, uint64_t last)
+ * from byte at): one line now, a row with the next segment's header.
+ * Numbers that were never segments are no loss: nothing to say. */
+static void note_gap(void *user, uint64_t first, off_t at, uint64_t last, uint64_t resume,
+                     int not_segments)
 {
+	struct ship *s = user;
 	char from[64] = "";
 
-	if (at <= FILE_HDR)
-		at = 0;
+	(void)resume;
+	if (not_segments)
+		return;
 	if (at)
 		snprintf(from, sizeof(from), " (the first from byte %lld on)", (long long)at);
 	fprintf(stderr, "xtcd: segment%s %" PRIu64 "..%" PRIu64 " %s deleted under the byte budget "
@@ -359,8 +358,7 @@ static int ship_item_cb(const struct segread_item *it, void *user)
 		s->idx = 0;
 	}
 	if (it->type == SEGREAD_SEGMENT_END) {
-		s->seg_done = 1;
-		s->next_seq = it->u.seg_end.next_seq;
+		walk_seg_end(&s->w, it->u.seg_end.next_seq);
 	}
 	if (it->offset < s->skip_below || (t = ship_row_table(it)) < 0) {
 		s->idx++;
@@ -384,107 +382,42 @@ static void ship_problem_cb(const struct segread_problem *p, void *user)
 	        p->why ? p->why : "damaged", (long long)p->offset);
 }
 
-/* The segment being read is gone: a gap up to the oldest one left. */
-static int on_vanished(struct ship *s)
+/* xtcd cut the segment back after a failed write: one line; the blocks
+ * written after the cut are shipped from there. */
+static void ship_shrunk(void *user, const char *path, off_t from, off_t to)
 {
-	uint64_t next;
-	int ret = seg_oldest_above(s->dir, s->seq, &next);
+	struct ship *s = user;
 
-	if (ret < 0)
-		return ret;
-	note_gap(s, s->seq, s->off, next ? next - 1 : s->seq);
-	if (next) {
-		go_to(s, next);
-		return 1;
-	}
-	s->have_seq = 0;
-	s->floor = s->seq;
-	return 0;
+	if (s->skip_below > to)
+		s->skip_below = to;   /* what comes after the cut is new */
+	fprintf(stderr, "xtcd: %s is shorter than byte %lld, where shipping had got to: xtcd cut it "
+	        "back after a failed write (and counts that write's records as lost); shipping again "
+	        "from byte %lld (rows sent before collapse)\n", path, (long long)from, (long long)to);
 }
 
-/* The segment is finished: on to the next one once it has begun.
- * 1 moved, 0 not yet, or -errno. */
-static int advance(struct ship *s)
+/* One read of segment seq; after a resume, from its start (the rows
+ * before the cursor are left out, see ship_item_cb). */
+static int ship_read(void *user, uint64_t seq, off_t from, enum segread_tail tail,
+                     struct segread_span *sp)
 {
-	uint64_t next;
-	int ret;
-
-	if (s->next_seq && seg_begun(s->dir, s->next_seq)) {
-		go_to(s, s->next_seq);
-		return 1;
-	}
-	if ((ret = seg_oldest_above(s->dir, s->seq, &next)) < 0)
-		return ret;
-	if (!next)
-		return 0;
-	if (next > s->seq + 1 && (!s->next_seq || next > s->next_seq))
-		note_gap(s, s->next_seq ? s->next_seq : s->seq + 1, 0, next - 1);
-	go_to(s, next);
-	return 1;
-}
-
-/* One read of segment seq from where we are, with the tail rule. */
-static int read_segment(struct ship *s, enum segread_tail tail)
-{
-	struct segread_span sp;
-	int ret = segread_segment(s->r, s->seq, s->warm ? 0 : s->off, tail, &sp);
+	struct ship *s = user;
+	int ret = segread_segment(s->r, seq, s->warm ? 0 : from, tail, sp);
 
 	s->warm = 0;
-	if (ret == 1) {
-		s->off = s->blk_stop;
-		return 0;
-	}
-	if (ret == 0 && sp.stop != SEGREAD_SHRUNK && sp.next > s->off)
-		s->off = sp.next;
+	if (ret == 1)
+		s->w.off = s->blk_stop;   /* the batch filled up before this block */
 	return ret;
 }
 
-/*
- * Read what is new.  1: moved to another segment (read again at once);
- * 0: caught up or the batch is full; -errno ends shipping.
- */
-static int ship_step(struct ship *s)
+static int ship_stopped(void *user)
 {
-	uint64_t first;
-	int ret;
-
-	if (!s->have_seq) {
-		if ((ret = seg_oldest_above(s->dir, s->floor, &first)) < 0)
-			return ret;
-		if (!first)
-			return 0;
-		if (s->floor && first > s->floor + 1 && !s->gap)
-			note_gap(s, s->floor + 1, 0, first - 1);
-		go_to(s, first);
-	}
-	if (s->seg_done)
-		return advance(s);
-	ret = read_segment(s, SEGREAD_TAIL_QUIET);
-	if (ret == -ENOENT)
-		return on_vanished(s);
-	if (ret == -ENOMEM)
-		return ret;
-	if (s->full)
-		return 0;
-	if (s->seg_done)
-		return advance(s);
-	/* Not finished: once a newer segment has begun, xtcd wrote all it had
-	 * for this one; read it a last time and go on. */
-	if (!seg_begun(s->dir, s->seq + 1))
-		return 0;
-	ret = read_segment(s, SEGREAD_TAIL_CORRUPT);
-	if (ret == -ENOENT)
-		return on_vanished(s);
-	if (ret == -ENOMEM)
-		return ret;
-	if (s->full)
-		return 0;
-	if (!s->seg_done) {
-		s->seg_done = 1;
-		s->next_seq = s->seq + 1;
-	}
-	return advance(s);
+	return ((struct ship *)user)->full;
 }
+
+static const struct walk_ops ship_walk = {
+	.read = ship_read, .stopped = ship_stopped, .gap = note_gap, .shrunk = ship_shrunk,
+	.moved = ship_moved,
+};
 
 /* ---- ClickHouse ---- */
 
@@ -695,11 +628,10 @@ static void resume(struct ship *s)
 	if (!cursor_read(s, &c))
 		return;
 	s->ack = c;
-	go_to(s, c.seq);
-	s->off = c.off;
+	walk_go_to(&s->w, c.seq);
+	s->w.off = c.off;
 	if (c.done) {
-		s->seg_done = 1;
-		s->next_seq = c.next ? c.next : c.seq + 1;
+		walk_seg_end(&s->w, c.next ? c.next : c.seq + 1);
 	} else if (c.off > 0) {
 		s->warm = 1;
 		s->skip_below = c.off;
@@ -726,7 +658,7 @@ static int ship_loop(struct ship *s)
 	while (!stop_signal) {
 		caught_up = 0;
 		if (!s->full && !s->down) {
-			ret = ship_step(s);
+			ret = walk_step(&s->w);
 			if (ret < 0)
 				break;
 			caught_up = ret == 0 && !s->full;
@@ -756,6 +688,8 @@ static int ship_setup(struct ship *s, const struct ship_opts *o)
 	close(fd);
 	s->o = o;
 	snprintf(s->dir, sizeof(s->dir), "%s", o->dir);
+	walk_init(&s->w, o->dir, &ship_walk, s);
+	s->w.rewind = 1;   /* blocks shipped again have the same keys */
 	if (o->cursor)
 		snprintf(s->cursor_path, sizeof(s->cursor_path), "%s", o->cursor);
 	else
