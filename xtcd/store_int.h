@@ -89,6 +89,9 @@ int  sur_submit(void);
 unsigned sur_reap(void (*done)(unsigned buf, int res));
 /* The same, waiting for at least one: 0 or -errno. */
 int  sur_wait(void (*done)(unsigned buf, int res));
+/* Signal the eventfd at each completion (on) or not; returns non-zero
+ * when completions wait unread. */
+unsigned sur_wake(int on);
 void sur_exit(void);
 
 /* store_recover.c */

@@ -34,6 +34,13 @@
 #include "xtcd/xtcd.h"
 
 #define SUR_DEPTH 32      /* SQ entries: more than the store has buffers */
+/* The kernel's work for a completed write (posting it, freeing the
+ * request) waits for the loop's next io_uring_enter instead of waking the
+ * loop from its sleep, as it otherwise does at every write, whatever the
+ * eventfd (sur_wake); IORING_SQ_TASKRUN says that work waits (sur_reap
+ * enters the kernel for it).  Only the thread that set the ring up may
+ * submit then, which the loop's is.  Linux 6.1; else the plain setup. */
+#define SUR_SETUP (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG)
 
 static struct {
 	struct io_uring ring;
@@ -110,7 +117,8 @@ int sur_init(uint8_t *const *bufs, unsigned n, size_t size)
 	struct iovec iov[SUR_DEPTH];
 	int none = -1;
 
-	if (n > SUR_DEPTH || io_uring_queue_init(SUR_DEPTH, &ur.ring, 0) < 0)
+	if (n > SUR_DEPTH || (io_uring_queue_init(SUR_DEPTH, &ur.ring, SUR_SETUP) < 0 &&
+	                      io_uring_queue_init(SUR_DEPTH, &ur.ring, 0) < 0))
 		return -1;
 	ur.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ur.efd < 0 || io_uring_register_eventfd(&ur.ring, ur.efd) < 0) {
@@ -195,6 +203,8 @@ unsigned sur_reap(void (*done)(unsigned buf, int res))
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 
+	if (IO_URING_READ_ONCE(*ur.ring.sq.kflags) & IORING_SQ_TASKRUN)
+		io_uring_get_events(&ur.ring); /* completions the kernel holds (SUR_SETUP) */
 	io_uring_for_each_cqe(&ur.ring, head, cqe) {
 		done((unsigned)cqe->user_data, cqe->res);
 		n++;
@@ -216,6 +226,20 @@ int sur_wait(void (*done)(unsigned buf, int res))
 	ur.queued -= (unsigned)err < ur.queued ? (unsigned)err : ur.queued;
 	sur_reap(done);
 	return 0;
+}
+
+/* Whether a completion signals the eventfd (a flag in the ring's shared
+ * memory: no system call).  Returns whether completions wait, read after
+ * the change (those that came while the signal was off posted none):
+ * posted, or held by the kernel for the next enter (SUR_SETUP). */
+unsigned sur_wake(int on)
+{
+	if (!ur.on)
+		return 0;
+	if (io_uring_cq_eventfd_enabled(&ur.ring) != (on != 0) &&
+	    io_uring_cq_eventfd_toggle(&ur.ring, on != 0) == 0)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the flag before the tail's load */
+	return io_uring_cq_ready(&ur.ring) + !!(IO_URING_READ_ONCE(*ur.ring.sq.kflags) & IORING_SQ_TASKRUN);
 }
 
 void sur_exit(void)

@@ -299,6 +299,63 @@ void writer_reap_inline(void)
 	}
 }
 
+/* ---------------------------------------------------------------------
+ * Completion wakes
+ *
+ * io_uring signals its eventfd (and so wakes the loop, uring_cb) at a
+ * completion only while something waits for one: a drain starved of
+ * buffers, a write held in the queue behind the writes in flight (a new
+ * segment's first), a closing segment, or what the sessions say they
+ * wait for (store_wake_policy's argument: a session ending, a producer
+ * short of room).  Otherwise the completions are read by the next drain
+ * round itself (store_reap, and writer_reap_inline at each block), which
+ * the drain timer runs at least once a drain period: at a steady rate a
+ * round's write is done long before the next round, and a wake to reap
+ * it would cost an epoll_wait and an eventfd read a period for nothing
+ * (the kernel's own work per write waits for the loop too: store_io.c,
+ * SUR_SETUP).
+ * So a completion waits at most a drain period to be read, and one that
+ * is waited for wakes the loop at once (but in the race below, a period).
+ */
+
+static int wake_on = 1;     /* the kernel's default: signal every completion */
+static int wake_waits;      /* the sessions' last word (store_wake_policy) */
+
+/* Whether anything in the store waits for a write to complete. */
+static int writer_waits(void)
+{
+	if (store.starved || store.qlen > 0)
+		return 1;
+	for (size_t i = 0; i < store.flen; i++)
+		if (store.flight[(store.fhead + i) % NBUF]->file->closing)
+			return 1;
+	return 0;
+}
+
+void store_wake_policy(int waits)
+{
+	int on;
+
+	wake_waits = waits;
+	if (!store.use_uring)
+		return;
+	on = store.flen > 0 && (waits || writer_waits());
+	if (on == wake_on)
+		return;
+	wake_on = on;
+	/* Completions that came while the signal was off signalled nothing:
+	 * have uring_cb read them now.  (One posted by a kernel that read the
+	 * flag just before it changed may signal nothing either: the next
+	 * round reads it, a drain period later at most.) */
+	if (sur_wake(on) > 0 && on)
+		ev_feed_event(store.loop, &store.uring_w, EV_READ);
+}
+
+void store_reap(void)
+{
+	writer_reap_inline();
+}
+
 /* io_uring told us (through its eventfd) that writes completed. */
 static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -316,8 +373,10 @@ static void uring_cb(struct ev_loop *loop, ev_io *w, int revents)
 	 * than pwrite, whose writes never leave the drain without one. */
 	if (store.starved && !store.rotating) {
 		store.starved = 0;
-		session_drain_all();
+		session_drain_all(); /* which sets the wakes anew */
+		return;
 	}
+	store_wake_policy(wake_waits);
 }
 
 /* pwrite: the buffers a starved drain filled are written now; let the

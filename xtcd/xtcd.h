@@ -141,6 +141,14 @@ void store_block_end(uint16_t type, uint16_t flags, uint32_t len, const struct c
 void store_flush(void);
 /* Wait for the write in flight to finish (frees a buffer); -1 if none. */
 int  store_wait_write(void);
+/* Read the writes completed (one io_uring_enter at most, none when none
+ * did): at each drain round, since the loop is not woken for every
+ * completion (see store_write.c). */
+void store_reap(void);
+/* After a drain round: whether the sessions wait for a write to complete
+ * (one is ending, or a producer is short of room); with what the store
+ * itself waits for, this decides whether a completion wakes the loop. */
+void store_wake_policy(int waits);
 uint64_t store_next_session_id(void);
 const char *store_io_backend(void);
 uint64_t store_bytes_used(void);
