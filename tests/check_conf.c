@@ -116,6 +116,10 @@ static const struct case_ cases[] = {
 	{ "drain_ms", "0", "expected a whole number of milliseconds from 1 to 60000", NULL },
 	{ "drain_ms", "2s", "expected a whole number of milliseconds from 1 to 60000", NULL },
 	{ "drain_ms", "5 ms", "expected a whole number of milliseconds from 1 to 60000", NULL },
+	{ "priority_boost", "0", NULL, "0" },
+	{ "priority_boost", "20", NULL, "20" },
+	{ "priority_boost", "21", "expected a whole number from 0 to 20", NULL },
+	{ "priority_boost", "-10", "expected a whole number from 0 to 20", NULL },
 	{ "sync", "never", NULL, "never" },
 	{ "sync", "rotate", NULL, "rotate" },
 	{ "sync", "250", NULL, "250" },
@@ -256,6 +260,7 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(c.segment_bytes, 64ULL << 20);
 	ck_assert_uint_eq(c.keep_free, 0);
 	ck_assert_uint_eq(c.drain_ms, 20);
+	ck_assert_uint_eq(c.priority_boost, 10);
 	ck_assert_int_eq(c.sync, SYNC_ROTATE);
 	ck_assert_int_eq(c.force_pwrite, 0);
 	ck_assert_uint_eq(c.hello_timeout_ms, 5000);
@@ -385,7 +390,7 @@ START_TEST(test_file_errors)
 {
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
-		  "segment_bytes, keep_free, drain_ms, sync, pwrite, direct, hello_timeout_ms, max_clients, "
+		  "segment_bytes, keep_free, drain_ms, priority_boost, sync, pwrite, direct, hello_timeout_ms, max_clients, "
 		  "max_sessions_per_uid, max_shm_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
 		  "log_rate_burst, log_rate_interval_ms, "
 		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "

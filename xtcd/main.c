@@ -728,6 +728,9 @@ static int run_daemon(void)
 		return 1;
 	}
 	session_init_clock();
+	/* Before any thread starts: the worker's and the kernel's io_uring
+	 * workers take their nice from this thread when they are created. */
+	prio_boost(cfg.priority_boost);
 	/* The socket first: a second xtcd pointed at a directory in use must
 	 * fail before it touches a segment. */
 	if (server_init(xtcd_loop) < 0)

@@ -45,6 +45,10 @@ const struct setting settings_table[] = {
 	{ .key = "drain_ms", .flag = "drain-ms", .type = SETTING_UINT, .min = 1, .max = 60000,
 	  .def = "20", .off = F(drain_ms), .example = "milliseconds", .arg = "N",
 	  .help = "drain every N ms, and on producer nudges" },
+	{ .key = "priority_boost", .flag = "priority-boost", .type = SETTING_UINT,
+	  .flags = SETTING_RESTART, .max = 20, .def = "10", .off = F(priority_boost), .arg = "N",
+	  .help = "drain at nice -N, ahead of the applications (needs CAP_SYS_NICE unless "
+	          "started so); 0: at the nice xtcd was started with" },
 	{ .key = "sync", .flag = "sync", .type = SETTING_SYNC, .min = 1, .max = 3600000,
 	  .def = "rotate", .off = F(sync), .off2 = F(sync_ms), .arg = "WHEN",
 	  .help = "fdatasync: never, rotate (each closed segment), or every N ms" },

@@ -345,11 +345,10 @@ int store_evict_oldest(const char *why)
 	seg_path(path, sizeof path, cfg.dir, d.seq);
 	seg_path(name, sizeof name, ".", d.seq);
 	fd = segment_open_read(d.seq);
-	if (fd >= 0) {
+	if (fd >= 0)
 		foreign = seg_scan_fd(fd, evict_scan_cb, &ec, &scan) == 0 && !scan.header_ok;
-		close(fd);
-	}
 	if (foreign) {
+		close(fd);
 		/* put there in place of our segment since: not ours to delete */
 		xlog_warn("%s is no longer a segment (someone replaced it): left as it is, and no longer "
 		     "counted in the budget", path);
@@ -358,10 +357,17 @@ int store_evict_oldest(const char *why)
 		st.ndisk--;
 		return 0;
 	}
+	/* The name goes now; the blocks and the page cache go when the last
+	 * descriptor closes, on the worker: freeing a 64 MiB segment took the
+	 * event loop 27-47 ms here, a ring's worth at millions of events/s. */
 	if (unlinkat(store_dir_fd(), name, 0) < 0 && errno != ENOENT) {
 		xlog_error("cannot delete %s %s: %s", path, why, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
+	if (fd >= 0)
+		worker_release(fd, d.bytes);
 	uid_release(&st.disk[0]);
 	memmove(st.disk, st.disk + 1, (st.ndisk - 1) * sizeof *st.disk);
 	st.ndisk--;
@@ -386,7 +392,8 @@ static uint64_t fs_free(void)
 
 	if (fstatvfs(store_dir_fd(), &sv) < 0)
 		return UINT64_MAX;
-	return (uint64_t)sv.f_bavail * sv.f_frsize;
+	/* and what deleted segments free once the worker closes them */
+	return (uint64_t)sv.f_bavail * sv.f_frsize + worker_releasing();
 }
 
 /* Delete old segments until `need` more bytes fit the budget. */

@@ -1,6 +1,7 @@
 /*
  * xtcd/worker.c - one thread for the slow, blocking chores of the event
- * loop: fdatasync and close of finished segment files, and the first
+ * loop: fdatasync and close of finished segment files, the last close of
+ * deleted ones (which frees their blocks and page cache), and the first
  * touch of a newly bound ring's pages.
  *
  * fdatasync of a 64 MiB segment takes tens of milliseconds, and while the
@@ -22,18 +23,19 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "xtcd/xtcd.h"
 
 #define QCAP 64
 
-enum job_kind { JOB_SYNC, JOB_TOUCH };
+enum job_kind { JOB_SYNC, JOB_TOUCH, JOB_RELEASE };
 
 struct job {
 	enum job_kind kind;
 	int      fd;        /* JOB_SYNC: synced, then closed (it is ours) */
-	uint64_t seq;       /* JOB_SYNC: the segment, for the log */
+	uint64_t seq;       /* JOB_SYNC: the segment, for the log; JOB_RELEASE: its bytes */
 	const volatile uint8_t *p;  /* JOB_TOUCH: read one byte a page of */
 	size_t   size;               /* the circular [p, p + size), */
 	size_t   from, len;          /* len bytes from offset from, wrapping */
@@ -49,6 +51,9 @@ static struct {
 	int             busy;    /* a JOB_SYNC is running */
 	int             stop;
 	int             running;
+	uint64_t        releasing; /* bytes of deleted segments not closed yet (atomic) */
+	int             nice;    /* the thread's nice: xtcd's from before prio_boost */
+	int             nice_set;
 	pthread_t       th;
 } wk = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
@@ -96,6 +101,9 @@ static void touch(const struct job *j)
 static void *worker_main(void *arg)
 {
 	(void)arg;
+	/* A nice per thread: the chores must not compete with the drain. */
+	if (wk.nice_set && setpriority(PRIO_PROCESS, 0, wk.nice) < 0)
+		xlog_debug("worker thread: cannot set nice %d: %s", wk.nice, strerror(errno));
 	pthread_mutex_lock(&wk.mu);
 	for (;;) {
 		struct job j;
@@ -109,10 +117,14 @@ static void *worker_main(void *arg)
 		wk.n--;
 		wk.busy = j.kind == JOB_SYNC;
 		pthread_mutex_unlock(&wk.mu);
-		if (j.kind == JOB_SYNC)
+		if (j.kind == JOB_SYNC) {
 			sync_close(j.fd, j.seq);
-		else
+		} else if (j.kind == JOB_RELEASE) {
+			close(j.fd); /* the last reference: the file is freed here */
+			__atomic_sub_fetch(&wk.releasing, j.seq, __ATOMIC_RELAXED);
+		} else {
 			touch(&j);
+		}
 		pthread_mutex_lock(&wk.mu);
 		wk.busy = 0;
 		if (j.kind == JOB_TOUCH) {
@@ -122,6 +134,12 @@ static void *worker_main(void *arg)
 	}
 	pthread_mutex_unlock(&wk.mu);
 	return NULL;
+}
+
+void worker_set_nice(int nice)
+{
+	wk.nice = nice;
+	wk.nice_set = 1;
 }
 
 int worker_start(void)
@@ -174,6 +192,22 @@ void worker_close(int fd, uint64_t seq, int sync)
 		close(fd);
 	else if (enqueue(&j) < 0)
 		sync_close(fd, seq);
+}
+
+void worker_release(int fd, uint64_t bytes)
+{
+	struct job j = { .kind = JOB_RELEASE, .fd = fd, .seq = bytes };
+
+	__atomic_add_fetch(&wk.releasing, bytes, __ATOMIC_RELAXED);
+	if (enqueue(&j) < 0) {
+		close(fd);
+		__atomic_sub_fetch(&wk.releasing, bytes, __ATOMIC_RELAXED);
+	}
+}
+
+uint64_t worker_releasing(void)
+{
+	return __atomic_load_n(&wk.releasing, __ATOMIC_RELAXED);
 }
 
 void worker_sync(int fd, uint64_t seq)

@@ -13,6 +13,7 @@
  *              sessions a killed xtcd left open (store_int.h: what the
  *              three share)
  *   worker.c   a thread for fdatasync and for faulting rings in
+ *   prio.c     the drain's priority (priority_boost)
  *   settings.c the settings table: every key and flag, its values, --help
  *   conf.c     the configuration file, its merge with the command line
  *   log.c      the log: levels, whole lines on stderr
@@ -46,6 +47,7 @@ struct config {
 	uint64_t    segment_bytes;
 	uint64_t    keep_free;
 	unsigned    drain_ms;
+	unsigned    priority_boost; /* the event loop at nice -N (prio.c); 0: as started */
 	int         force_pwrite;
 	int         direct;        /* O_DIRECT writes of whole blocks where the filesystem takes them */
 	int         sync;          /* enum sync_policy */
@@ -238,6 +240,12 @@ extern struct ev_loop *xtcd_loop;
 int  worker_start(void);
 /* Take fd: fdatasync it (if sync) and close it, in hand-over order. */
 void worker_close(int fd, uint64_t seq, int sync);
+/* Take fd, the last descriptor of a deleted segment of `bytes`: close it
+ * on the worker, where the kernel frees the file. */
+void worker_release(int fd, uint64_t bytes);
+/* Bytes of deleted segments the worker has not closed yet: free space to
+ * come, for --keep-free. */
+uint64_t worker_releasing(void);
 /* fdatasync a dup of fd, unless a sync is still queued or running. */
 void worker_sync(int fd, uint64_t seq);
 /* What the owner of a mapping keeps to know the worker is done with it. */
@@ -252,5 +260,14 @@ void worker_touch(struct worker_touch *t, const void *p, size_t size, size_t fro
 void worker_untouch(struct worker_touch *t);
 /* Finish every job, then end the thread. */
 void worker_stop(void);
+/* The nice the worker thread runs at (set before worker_start): xtcd's
+ * own, from before prio_boost. */
+void worker_set_nice(int nice);
+
+/* prio.c: the calling thread (the event loop, before any other thread
+ * starts) at nice -boost, unless it already runs that high; the worker
+ * keeps the nice xtcd started with.  One warning line when not allowed.
+ * Returns 0 or -errno. */
+int  prio_boost(unsigned boost);
 
 #endif /* XTCD_XTCD_H */
