@@ -550,6 +550,8 @@ static void session_free(struct session *s)
 static int session_try_end(struct session *s)
 {
 	struct xtc_seg_session_end *e;
+	uint32_t reason;
+	int complete;
 	uint64_t produced;
 	int corrupt = s->header_changed;
 	char why[32];
@@ -578,6 +580,10 @@ static int session_try_end(struct session *s)
 	e->dropped = s->dropped;
 	e->lost = s->lost;
 	e->complete = e->reason == XTC_END_DETACHED && s->dropped == 0 && s->lost == 0 && !corrupt;
+	/* e is the block's place while it is built: store_block_end() may
+	 * move the block, so what the log line says is taken first */
+	reason = e->reason;
+	complete = e->complete;
 	store_block_end(XTC_BLK_SESSION_END, 0, sizeof *e, NULL);
 	session_ended.produced += produced;
 	session_ended.written += s->written;
@@ -591,8 +597,8 @@ static int session_try_end(struct session *s)
 		     (unsigned long long)s->lost);
 	xlog_uid(XLOG_INFO, s->uid, "session %llu (pid %d, %s) ended: %s, produced %llu, written %llu, dropped %llu, lost %llu%s",
 	     (unsigned long long)s->id, (int)s->pid, s->start.comm,
-	     segname_end_reason_text(e->reason, why, sizeof why), (unsigned long long)produced, (unsigned long long)s->written,
-	     (unsigned long long)s->dropped, (unsigned long long)s->lost, e->complete ? ", complete" : "");
+	     segname_end_reason_text(reason, why, sizeof why), (unsigned long long)produced, (unsigned long long)s->written,
+	     (unsigned long long)s->dropped, (unsigned long long)s->lost, complete ? ", complete" : "");
 	session_free(s);
 	return 1;
 }

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,7 +41,14 @@ static int  segment_open(uint64_t seq);
 
 const char *store_io_backend(void)
 {
-	return store.use_uring ? sur_describe() : "pwrite";
+	static char text[64];
+	const char *how = store.use_uring ? sur_describe() : "pwrite";
+
+	/* O_DIRECT as the current segment has it (a refusal is said apart) */
+	if (!store.direct || store.cur == NULL || store.cur->dfd < 0)
+		return how;
+	snprintf(text, sizeof text, "%s, O_DIRECT", how);
+	return text;
 }
 
 uint64_t store_next_session_id(void)
@@ -76,6 +84,41 @@ int store_dir_fd(void)
 	return store.dirfd;
 }
 
+/*
+ * Where b's bytes go in its memory.  For a file written O_DIRECT they
+ * start at the offset they will have in the file modulo DIO_ALIGN, after
+ * a copy of the bytes of that block the file already holds (f->part):
+ * so b's whole blocks, the first one included, are one aligned run of
+ * memory for one aligned write (store_write.c).  Else at the start.
+ */
+static void buf_lay_out(struct wbuf *b, struct segfile *f)
+{
+	b->pred = f->reserved;
+	b->lead = 0;
+	b->buffered = 0;
+	b->parts = 0;
+	if (f->direct) {
+		b->lead = (size_t)(b->pred % DIO_ALIGN);
+		memcpy(b->mem, f->part, b->lead);
+	}
+	b->data = b->mem + b->lead;
+}
+
+/* b is sealed: the file's partial last block is now the end of its bytes
+ * (of the lead too, when they do not reach the next block). */
+static void buf_keep_part(struct wbuf *b)
+{
+	struct segfile *f = b->file;
+	off_t end = b->pred + (off_t)b->len;
+	size_t n = (size_t)(end % DIO_ALIGN);
+
+	if (end != f->reserved) {
+		f->direct = 0; /* a write failed under it: the layout is off */
+		return;
+	}
+	memcpy(f->part, b->mem + (size_t)(end - (off_t)n - (b->pred - (off_t)b->lead)), n);
+}
+
 static struct wbuf *buf_take(void)
 {
 	for (int i = 0; i < NBUF; i++)
@@ -85,6 +128,7 @@ static struct wbuf *buf_take(void)
 			b->state = BUF_FILLING;
 			b->len = b->done = 0;
 			b->off = -1;
+			buf_lay_out(b, store.cur);
 			b->ncommits = 0;
 			b->records = 0;
 			b->file = store.cur;
@@ -107,6 +151,8 @@ void store_buf_seal(void)
 		b->file->pending--;
 		return;
 	}
+	if (b->file->direct)
+		buf_keep_part(b);
 	b->state = BUF_QUEUED;
 	store.queue[(store.qhead + store.qlen) % NBUF] = b;
 	store.qlen++;
@@ -133,9 +179,11 @@ static int buf_put_raw(const void *p, size_t n)
 void store_segfile_done(struct segfile *f)
 {
 	if (store.reg_file == f) {
-		sur_file(-1);
+		sur_file(-1, -1);
 		store.reg_file = NULL;
 	}
+	if (f->dfd >= 0)
+		close(f->dfd);
 	if (f->fd >= 0)
 		worker_close(f->fd, f->seq, cfg.sync != SYNC_NEVER);
 	free(f);
@@ -180,6 +228,35 @@ static void header_init(struct xtc_seg_file_hdr *h, uint64_t seq)
 }
 
 /*
+ * The new segment file fd (`name` in --dir) opened again with O_DIRECT,
+ * for the writes of whole blocks (store_write.c); -1 when not asked for,
+ * when the filesystem refuses it (said once: everything then goes
+ * through the page cache, as before), or when the name no longer leads
+ * to fd's file.
+ */
+static int segment_open_direct(int fd, const char *name)
+{
+	struct stat a, b;
+	int dfd;
+
+	if (!store.direct)
+		return -1;
+	dfd = openat(store.dirfd, name, O_WRONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (!store.direct_said)
+			xlog("%s: O_DIRECT refused (%s); writing through the page cache", cfg.dir,
+			     strerror(errno));
+		store.direct_said = 1;
+		return -1;
+	}
+	if (fstat(fd, &a) < 0 || fstat(dfd, &b) < 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+/*
  * Make segment `seq` the current one, its header the first bytes of its
  * first buffer; restating live sessions is the caller's.  When the file
  * cannot be created (--dir removed or unwritable) the segment is dead: it
@@ -198,7 +275,7 @@ static int segment_open(uint64_t seq)
 	if (f == NULL)
 		return -ENOMEM;
 	f->seq = seq;
-	f->fd = -1;
+	f->fd = f->dfd = -1;
 	store.cur = f;
 	seg_path(path, sizeof path, cfg.dir, seq);
 	seg_path(name, sizeof name, ".", seq);
@@ -234,7 +311,9 @@ static int segment_open(uint64_t seq)
 	store.open_errno = 0;
 	store.started = 1;
 	f->fd = fd;
-	if (store.use_uring && sur_file(fd))
+	f->dfd = segment_open_direct(fd, name);
+	f->direct = f->dfd >= 0;
+	if (store.use_uring && sur_file(fd, f->dfd))
 		store.reg_file = f;
 	header_init(&f->hdr, seq);
 	if (buf_put_raw(&f->hdr, sizeof f->hdr) < 0)
@@ -371,17 +450,20 @@ static void check_cb(struct ev_loop *loop, ev_timer *w, int revents)
  */
 
 /*
- * Where the block that belongs at offset `len` of a buffer is built.
- * Blocks are packed on disk, so a block's place is rarely 8-byte aligned,
- * while its header and the payload structs hold fields that the callers
- * and seg_blk_seal() store to directly: a misaligned store is undefined
- * behaviour (UBSan stops on it; CPUs other than x86 may trap).  So the
- * block is built at the next aligned offset and moved down into its place
- * by store_block_end().
+ * Where the block that belongs at the end of buffer b is built.  Blocks
+ * are packed on disk, so a block's place in memory is rarely 8-byte
+ * aligned (nor is a buffer's start: see buf_lay_out), while its header
+ * and the payload structs hold fields that the callers and seg_blk_seal()
+ * store to directly: a misaligned store is undefined behaviour (UBSan
+ * stops on it; CPUs other than x86 may trap).  So the block is built at
+ * the next aligned address and moved down into its place by
+ * store_block_end().
  */
-static size_t build_at(size_t len)
+static size_t build_at(const struct wbuf *b)
 {
-	return (len + SLACK) & ~(size_t)SLACK;
+	uintptr_t at = (uintptr_t)(b->data + b->len);
+
+	return b->len + (size_t)(((at + SLACK) & ~(uintptr_t)SLACK) - at);
 }
 
 /* The filling buffer with room for a block of payload len, rotating or
@@ -432,7 +514,7 @@ void *store_block_begin(uint32_t len)
 
 	if (b == NULL)
 		return NULL;
-	b->begun = build_at(b->len);
+	b->begun = build_at(b);
 	b->packed = 0;
 	return b->data + b->begun + sizeof(struct xtc_seg_blk_hdr);
 }
@@ -514,8 +596,8 @@ int store_init(struct ev_loop *loop)
 		return -1;
 	}
 	for (int i = 0; i < NBUF; i++) {
-		store.bufs[i].data = aligned_alloc(4096, BUF_SIZE);
-		if (store.bufs[i].data == NULL)
+		store.bufs[i].mem = store.bufs[i].data = aligned_alloc(DIO_ALIGN, BUF_SIZE + DIO_ALIGN);
+		if (store.bufs[i].mem == NULL)
 			return -1;
 	}
 	writer_init();
@@ -567,7 +649,7 @@ void store_fini(int clean)
 	worker_stop(); /* every closed segment synced (per --sync) and closed */
 	writer_fini();
 	for (int i = 0; i < NBUF; i++)
-		free(store.bufs[i].data);
+		free(store.bufs[i].mem);
 	store_budget_fini();
 	if (store.dirfd >= 0)
 		close(store.dirfd);

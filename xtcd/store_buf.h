@@ -20,6 +20,13 @@
 #define NBUF       8
 #define SLACK      7u     /* a block is built 8-byte aligned: see build_at() */
 #define END_ROOM   (sizeof(struct xtc_seg_blk_hdr) + sizeof(struct xtc_seg_segment_end) + SLACK)
+/* O_DIRECT writes start and end on this boundary (the page and ext4's
+ * block; a multiple of any logical block size but 64 KiB ones), from
+ * memory aligned to it. */
+#define DIO_ALIGN  4096u
+/* ... and go direct only when at least this much of a buffer does: a
+ * smaller write costs less through the page cache (bench/RESULTS.md). */
+#define DIO_MIN    (256u << 10)
 
 /* A buffer goes FREE -> FILLING -> QUEUED -> INFLIGHT -> WRITTEN or FAILED
  * -> FREE (see store_write.c). */
@@ -37,10 +44,19 @@ struct segfile {
 	uint64_t blocks;
 	int      closing;    /* no more blocks: close once written */
 	int      pending;    /* buffers not yet written */
+	int      dfd;        /* the same file opened O_DIRECT; -1: none */
+	int      direct;     /* its buffers are laid out for O_DIRECT (see buf_take) */
+	uint8_t  part[DIO_ALIGN]; /* the last, partial DIO_ALIGN block of what the
+	                           * buffers hold: reserved % DIO_ALIGN bytes */
 };
 
 struct wbuf {
-	uint8_t  *data;
+	uint8_t  *mem;        /* BUF_SIZE + DIO_ALIGN bytes, DIO_ALIGN aligned */
+	uint8_t  *data;       /* mem + lead: the buffer's own bytes */
+	size_t    lead;       /* in front of them, the bytes of their first block
+	                       * already in the file (f->part): pred % DIO_ALIGN */
+	off_t     pred;       /* the offset the bytes will have in the file, if no
+	                       * write before them fails: f->reserved when taken */
 	size_t    len;
 	size_t    done;       /* bytes of an in-flight write already written */
 	off_t     off;        /* where in its file: -1 until handed to the writer */
@@ -53,6 +69,10 @@ struct wbuf {
 	size_t    begun;      /* where the block being built is: build_at(len) */
 	uint64_t  submit_ns;  /* when its write was handed to the kernel */
 	int       packed;     /* ... or len itself (store_block_begin_bytes) */
+	size_t    dio_len;    /* a direct write in flight: its bytes, from data - lead */
+	int       parts;      /* completions of it still to come (direct and tail) */
+	int       part_res[2];
+	int       buffered;   /* written through the page cache, whatever its layout */
 };
 
 struct store_state {
@@ -68,6 +88,9 @@ struct store_state {
 	struct segfile *cur;
 	uint64_t  next_session_id;
 	int       use_uring;
+	int       direct;          /* O_DIRECT writes (--direct, and not refused) */
+	int       direct_said;     /* a refusal of O_DIRECT was logged */
+	int       dio_inflight;    /* direct writes handed over, not back */
 	struct segfile *reg_file;  /* the segment in io_uring's file slot */
 	ev_io     uring_w;
 	ev_timer  sync_w;

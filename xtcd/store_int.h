@@ -74,21 +74,35 @@ int  sur_init(uint8_t *const *bufs, unsigned n, size_t size);
 /* The eventfd a completion signals, for the event loop. */
 int  sur_efd(void);
 const char *sur_describe(void);
-/* Put fd (-1: none) in the registered file slot: 1 when writes to it may
- * name the slot (sur_queue's fixed), else 0. */
-int  sur_file(int fd);
-/* Queue a write of buffer number buf's [p, p + len) at off of fd (fixed:
- * through the registered slot, which holds it): 0, or -1 when the
- * submission queue is full.  It reaches the kernel at the next
- * sur_submit(). */
-int  sur_queue(int fd, int fixed, unsigned buf, const uint8_t *p, unsigned len, off_t off);
+/* Put fd and dfd (the file opened O_DIRECT; -1: none) in the registered
+ * file slots 0 and 1: 1 when writes to them may name the slots
+ * (struct sur_write's slot), else 0. */
+int  sur_file(int fd, int dfd);
+/* One write for sur_queue: buffer number buf's [p, p + len) at off of fd,
+ * or of registered slot `slot` (-1: none) where the kernel took them;
+ * tag comes back with its result; link: the next write queued starts
+ * only once this one is done, and is cancelled if it fails or is short. */
+struct sur_write {
+	int      fd, slot;
+	unsigned buf;
+	const uint8_t *p;
+	unsigned len;
+	off_t    off;
+	unsigned tag;
+	int      link;
+};
+/* Queue a write: 0, or -1 when the submission queue is full.  It reaches
+ * the kernel at the next sur_submit(). */
+int  sur_queue(const struct sur_write *w);
+/* Room left in the submission queue, in writes. */
+unsigned sur_space(void);
 /* Hand the queued writes to the kernel: how many, or -errno. */
 int  sur_submit(void);
-/* done(buf, result) for every completion there is, without waiting;
+/* done(tag, result) for every completion there is, without waiting;
  * returns how many. */
-unsigned sur_reap(void (*done)(unsigned buf, int res));
+unsigned sur_reap(void (*done)(unsigned tag, int res));
 /* The same, waiting for at least one: 0 or -errno. */
-int  sur_wait(void (*done)(unsigned buf, int res));
+int  sur_wait(void (*done)(unsigned tag, int res));
 /* Signal the eventfd at each completion (on) or not; returns non-zero
  * when completions wait unread. */
 unsigned sur_wake(int on);

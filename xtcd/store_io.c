@@ -5,10 +5,11 @@
  *
  * The write buffers are registered (IORING_OP_WRITE_FIXED: the kernel
  * maps them once, not at every write) and so is the segment file, in a
- * table of one slot that store.c fills when a segment is created and
- * empties when it is done (no file lookup and reference per write; the
- * slot is never trusted by fd number, which the next segment may reuse,
- * and an emptied slot lets a deleted segment's space go).  Each of these is tried and, where the
+ * table of two slots (the file, and the file opened O_DIRECT) that
+ * store.c fills when a segment is created and empties when it is done
+ * (no file lookup and reference per write; the slots are never trusted
+ * by fd number, which the next segment may reuse, and emptied slots let
+ * a deleted segment's space go).  Each of these is tried and, where the
  * kernel refuses it, done the plain way.  Writes queued while a drain
  * runs go to the kernel in one io_uring_enter at the end of the round
  * (sur_submit).
@@ -16,7 +17,10 @@
  * Every write posts its completion: a successful one is what frees its
  * buffer and publishes its records, so IOSQE_CQE_SKIP_SUCCESS (which
  * hides it) would only pay with linked writes, and a link turns a short
- * write into the cancellation of every write after it.  Completions are
+ * write into the cancellation of every write after it.  The one link is
+ * within a buffer: the page-cache write of its tail after the O_DIRECT
+ * write of its whole blocks (store_write.c), so that the file never
+ * grows past a hole.  Completions are
  * read from the shared ring without a system call (sur_reap) by the drain
  * itself as well as by the loop.
  *
@@ -115,7 +119,7 @@ int sio_pwrite_all(int fd, const void *p, size_t len, off_t off)
 int sur_init(uint8_t *const *bufs, unsigned n, size_t size)
 {
 	struct iovec iov[SUR_DEPTH];
-	int none = -1;
+	int none[2] = { -1, -1 };
 
 	if (n > SUR_DEPTH || (io_uring_queue_init(SUR_DEPTH, &ur.ring, SUR_SETUP) < 0 &&
 	                      io_uring_queue_init(SUR_DEPTH, &ur.ring, 0) < 0))
@@ -133,8 +137,8 @@ int sur_init(uint8_t *const *bufs, unsigned n, size_t size)
 		iov[i].iov_len = size;
 	}
 	ur.fixed_bufs = io_uring_register_buffers(&ur.ring, iov, n) == 0;
-	/* one empty slot (sparse tables: Linux 5.12), filled per segment */
-	ur.fixed_file = io_uring_register_files(&ur.ring, &none, 1) == 0;
+	/* two empty slots (sparse tables: Linux 5.12), filled per segment */
+	ur.fixed_file = io_uring_register_files(&ur.ring, none, 2) == 0;
 	ur.on = 1;
 	return 0;
 }
@@ -151,34 +155,44 @@ const char *sur_describe(void)
 	return "io_uring";
 }
 
-int sur_file(int fd)
+int sur_file(int fd, int dfd)
 {
+	int fds[2] = { fd, dfd };
+
 	if (!ur.on || !ur.fixed_file)
 		return 0;
-	/* a write still queued resolves slot 0 when it is submitted: it
+	/* a write still queued resolves its slot when it is submitted: it
 	 * must see the file it was queued for */
 	sur_submit();
-	if (io_uring_register_files_update(&ur.ring, 0, &fd, 1) != 1) {
+	if (io_uring_register_files_update(&ur.ring, 0, fds, 2) != 2) {
 		ur.fixed_file = 0; /* writes name their fd from now on */
 		return 0;
 	}
 	return fd >= 0;
 }
 
-int sur_queue(int fd, int fixed, unsigned buf, const uint8_t *p, unsigned len, off_t off)
+unsigned sur_space(void)
+{
+	return io_uring_sq_space_left(&ur.ring);
+}
+
+int sur_queue(const struct sur_write *w)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ur.ring);
+	int fixed = w->slot >= 0 && ur.fixed_file;
+	int fd = fixed ? w->slot : w->fd;
 
 	if (sqe == NULL)
 		return -1;
-	fixed = fixed && ur.fixed_file;
 	if (ur.fixed_bufs)
-		io_uring_prep_write_fixed(sqe, fixed ? 0 : fd, p, len, off, (int)buf);
+		io_uring_prep_write_fixed(sqe, fd, w->p, w->len, (uint64_t)w->off, (int)w->buf);
 	else
-		io_uring_prep_write(sqe, fixed ? 0 : fd, p, len, off);
+		io_uring_prep_write(sqe, fd, w->p, w->len, (uint64_t)w->off);
 	if (fixed)
 		sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, buf);
+	if (w->link)
+		sqe->flags |= IOSQE_IO_LINK;
+	io_uring_sqe_set_data64(sqe, w->tag);
 	ur.queued++;
 	return 0;
 }
@@ -198,7 +212,7 @@ int sur_submit(void)
 	return n;
 }
 
-unsigned sur_reap(void (*done)(unsigned buf, int res))
+unsigned sur_reap(void (*done)(unsigned tag, int res))
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
@@ -213,7 +227,7 @@ unsigned sur_reap(void (*done)(unsigned buf, int res))
 	return n;
 }
 
-int sur_wait(void (*done)(unsigned buf, int res))
+int sur_wait(void (*done)(unsigned tag, int res))
 {
 	int err;
 

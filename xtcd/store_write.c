@@ -25,7 +25,24 @@
  * published only when it retires, that is once it and every buffer before
  * it are written: a ring's tail never moves past a record that is not on
  * disk, whatever order the kernel finishes the writes in.
+ *
+ * Where the segment could be opened O_DIRECT, a buffer of DIO_MIN or
+ * more is written in two parts: its whole DIO_ALIGN blocks with O_DIRECT
+ * (the disk takes them from the buffer itself: no copy into the page
+ * cache, which for a buffered write the kernel makes on an io-wq thread),
+ * the first of them led by the bytes of that block the file already holds
+ * (store.c lays the buffer out so: buf_lay_out), rewritten the same; and
+ * the rest, less than a block, through the page cache, linked after it,
+ * since a file may grow by O_DIRECT only in whole blocks and padding is
+ * not a block a reader could take.  A direct write is the only one of its
+ * file in flight (see direct_gate), and one that fails or comes back short
+ * has its rest written again through the page cache, from where it
+ * stopped, by the ordinary path below.
  */
+
+/* What a completion's tag says: the buffer, and which write of it. */
+#define TAG(buf, part) ((unsigned)(buf) | (unsigned)(part) << 8)
+enum { PART_WHOLE, PART_DIRECT, PART_TAIL };
 
 /* A buffer is done: publish its commits, free it, close its file if
  * that was the file's last buffer. */
@@ -68,20 +85,125 @@ static void queue_front(struct wbuf *b)
 	store.qlen++;
 }
 
+/*
+ * Bytes of b's write, at file offset off, that go O_DIRECT, counted from
+ * data - lead: every whole block of it; 0 when it all goes through the
+ * page cache: too small, begun already, or not where its layout expected
+ * it (a write before it failed and was cut back).
+ */
+static size_t direct_len(const struct wbuf *b, off_t off)
+{
+	const struct segfile *f = b->file;
+	size_t span;
+
+	if (!store.direct || !f->direct || f->dfd < 0 || b->buffered || b->done != 0 || off != b->pred)
+		return 0;
+	span = (b->lead + b->len) & ~(size_t)(DIO_ALIGN - 1);
+	return span >= DIO_MIN ? span : 0;
+}
+
+/* O_DIRECT was refused at a write (alignment or a filesystem without it
+ * after all): from now on everything goes through the page cache. */
+static void direct_refused(int err)
+{
+	if (store.direct)
+		xlog_warn("an O_DIRECT write to %s failed (%s); writing through the page cache from now on",
+		          cfg.dir, strerror(err));
+	store.direct = 0;
+}
+
+/* Queue b's direct write of span bytes and the page-cache write of the
+ * rest, linked after it. */
+static int direct_send(struct wbuf *b, size_t span)
+{
+	struct segfile *f = b->file;
+	unsigned idx = (unsigned)(b - store.bufs);
+	int fixed = f == store.reg_file;
+	size_t body = span - b->lead; /* of b's own bytes */
+	int tail = body < b->len;
+	struct sur_write w = { .fd = f->dfd, .slot = fixed ? 1 : -1, .buf = idx, .p = b->mem,
+	                       .len = (unsigned)span, .off = b->pred - (off_t)b->lead,
+	                       .tag = TAG(idx, PART_DIRECT), .link = tail };
+
+	if (sur_space() < 1u + (unsigned)tail || sur_queue(&w) < 0)
+		return -1;
+	b->dio_len = span;
+	b->parts = 1 + tail;
+	b->part_res[0] = b->part_res[1] = 0;
+	store.dio_inflight++;
+	if (!tail)
+		return 0;
+	/* By its fd, not the slot: a linked write finds its file only when
+	 * it starts, and by then the slots may hold the next segment's. */
+	w = (struct sur_write){ .fd = f->fd, .slot = -1, .buf = idx, .p = b->data + body,
+	                        .len = (unsigned)(b->len - body), .off = b->off + (off_t)body,
+	                        .tag = TAG(idx, PART_TAIL) };
+	return sur_queue(&w); /* room was checked */
+}
+
 /* Send what is left of b's write to the kernel (at the next submit). */
 static int write_send(struct wbuf *b)
 {
-	return sur_queue(b->file->fd, b->file == store.reg_file, (unsigned)(b - store.bufs), b->data + b->done,
-	                 (unsigned)(b->len - b->done), b->off + (off_t)b->done);
+	unsigned idx = (unsigned)(b - store.bufs);
+	size_t span = direct_len(b, b->off);
+	struct sur_write w = { .fd = b->file->fd, .slot = b->file == store.reg_file ? 0 : -1, .buf = idx,
+	                       .p = b->data + b->done, .len = (unsigned)(b->len - b->done),
+	                       .off = b->off + (off_t)b->done, .tag = TAG(idx, PART_WHOLE) };
+
+	if (span > 0)
+		return direct_send(b, span);
+	b->parts = 0;
+	return sur_queue(&w);
+}
+
+/*
+ * Both writes of a direct write are back: 0 when all of b is written;
+ * else b->done says how much of it is, in one run from its start, the
+ * rest is to go through the page cache, and the result is the error to
+ * go on with (-EAGAIN: write the rest).
+ */
+static int direct_settle(struct wbuf *b)
+{
+	int body = b->part_res[0], tail = b->part_res[1];
+	size_t done = 0, own = b->dio_len - b->lead;
+
+	store.dio_inflight--;
+	if (body > (int)b->lead)
+		done = (size_t)body - b->lead < own ? (size_t)body - b->lead : own;
+	if (body == (int)b->dio_len && tail > 0)
+		done += (size_t)tail;
+	if (done >= b->len)
+		return 0;
+	b->done = done;
+	b->buffered = 1;
+	if (body == -EINVAL || body == -EOPNOTSUPP || body == -ENOTBLK)
+		direct_refused(-body);
+	if (body < 0 && body != -EINVAL && body != -EOPNOTSUPP && body != -ENOTBLK)
+		return body == -EINTR ? -EAGAIN : body; /* as a write through the page cache would */
+	return -EAGAIN;
 }
 
 /* A write of b came back with res (bytes or -errno). */
-static void write_result(unsigned idx, int res)
+static void write_result(unsigned tag, int res)
 {
+	unsigned idx = tag & 0xffu, part = tag >> 8;
 	struct wbuf *b = idx < NBUF ? &store.bufs[idx] : NULL;
 
 	if (b == NULL || b->state != BUF_INFLIGHT)
 		return;
+	if (part != PART_WHOLE) {
+		if (b->parts == 0 || part > PART_TAIL)
+			return;
+		b->part_res[part - PART_DIRECT] = res;
+		if (--b->parts > 0)
+			return;
+		res = direct_settle(b);
+		if (res == 0) {
+			b->state = BUF_WRITTEN;
+			sio_observe(b->submit_ns);
+			return;
+		}
+	}
 	if (res == 0)
 		res = -EIO; /* no progress on a regular file: as pwrite says it */
 	if (res > 0 && b->done + (size_t)res < b->len && !store.unwinding) {
@@ -123,6 +245,7 @@ static void write_failed(struct wbuf *b)
 		       sur_wait(write_result) == 0)
 			;
 	store.unwinding = 0;
+	f->direct = 0; /* the buffers taken were laid out for the offsets before */
 	if (ftruncate(f->fd, f->end) < 0)
 		xlog_error("cannot cut segment %llu back after a failed write: %s",
 		     (unsigned long long)f->seq, strerror(errno));
@@ -186,17 +309,41 @@ static int header_reinstate(struct segfile *f)
 	if (err != 0)
 		return err;
 	f->need_header = 0;
+	f->direct = 0; /* the buffers were laid out for offsets before it */
 	f->end = f->wend = (off_t)sizeof f->hdr;
 	f->reserved += (off_t)sizeof f->hdr;
 	store_disk_set_bytes(f->seq, (uint64_t)f->reserved);
 	return 0;
 }
 
+/* pwrite: b's whole blocks O_DIRECT now, where they go so (see
+ * direct_len); what is not written so goes through the page cache. */
+static void write_now_direct(struct wbuf *b)
+{
+	size_t span = direct_len(b, b->off);
+	ssize_t n;
+
+	if (span == 0)
+		return;
+	do
+		n = pwrite(b->file->dfd, b->mem, span, b->pred - (off_t)b->lead);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOTBLK))
+		direct_refused(errno);
+	if (n > (ssize_t)b->lead)
+		b->done = (size_t)n - b->lead < span - b->lead ? (size_t)n - b->lead : span - b->lead;
+	b->buffered = 1;
+}
+
 /* pwrite: b's write, whole, now. */
 static void write_now(struct wbuf *b)
 {
-	int err = sio_pwrite_all(b->file->fd, b->data + b->done, b->len - b->done,
-	                         b->off + (off_t)b->done);
+	int err;
+
+	b->parts = 0;
+	write_now_direct(b);
+	err = b->done == b->len ? 0 : sio_pwrite_all(b->file->fd, b->data + b->done, b->len - b->done,
+	                                              b->off + (off_t)b->done);
 
 	b->state = err != 0 ? BUF_FAILED : BUF_WRITTEN;
 	b->res = -err;
@@ -218,12 +365,27 @@ static void uring_give_up(int err)
 	ev_io_stop(store.loop, &store.uring_w);
 	sur_exit(); /* drops the writes never submitted */
 	store.use_uring = 0;
+	store.dio_inflight = 0;
 	for (size_t i = 0; i < store.flen; i++) {
 		struct wbuf *b = store.flight[(store.fhead + i) % NBUF];
 
 		if (b->state == BUF_INFLIGHT)
 			write_now(b);
 	}
+}
+
+/*
+ * Whether b waits for the writes in flight: an O_DIRECT write runs
+ * beside the others of its file, not after them (the kernel serialises
+ * page-cache writes to a file, not direct ones), so it goes only when
+ * none is in flight, and none goes while it is: else the file could grow
+ * past a hole for a while, which a follower would read as zeros.
+ */
+static int direct_gate(const struct wbuf *b)
+{
+	if (!store.use_uring || store.flen == 0)
+		return 0;
+	return store.dio_inflight > 0 || direct_len(b, b->off < 0 ? b->file->wend : b->off) > 0;
 }
 
 /* Hand the queued buffers to the writer, in order. */
@@ -243,6 +405,8 @@ void writer_submit_queued(void)
 		 * every older one is complete, and write_failed() unwinds the
 		 * writes of one file at a time.  The loop goes on meanwhile. */
 		if (store.flen > 0 && store.flight[(store.fhead + store.flen - 1) % NBUF]->file != f)
+			break;
+		if (direct_gate(b))
 			break;
 		store.qhead = (store.qhead + 1) % NBUF;
 		store.qlen--;
@@ -439,11 +603,12 @@ void writer_init(void)
 	uint8_t *bufs[NBUF];
 
 	ev_idle_init(&store.resume_w, resume_cb);
+	store.direct = cfg.direct;
 	if (cfg.force_pwrite)
 		return;
 	for (int i = 0; i < NBUF; i++)
 		bufs[i] = store.bufs[i].data;
-	if (sur_init(bufs, NBUF, BUF_SIZE) < 0) {
+	if (sur_init(bufs, NBUF, BUF_SIZE + DIO_ALIGN) < 0) {
 		xlog_warn("io_uring is unavailable here; writing with pwrite");
 		return;
 	}

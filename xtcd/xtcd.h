@@ -49,6 +49,7 @@ struct config {
 	unsigned    drain_ms;
 	unsigned    priority_boost; /* the event loop at nice -N (prio.c); 0: as started */
 	int         force_pwrite;
+	int         direct;        /* O_DIRECT writes of whole blocks where the filesystem takes them */
 	int         sync;          /* enum sync_policy */
 	unsigned    sync_ms;
 	unsigned    hello_timeout_ms;
