@@ -359,14 +359,19 @@ int store_evict_oldest(const char *why)
 	}
 	/* The name goes now; the blocks and the page cache go when the last
 	 * descriptor closes, on the worker: freeing a 64 MiB segment took the
-	 * event loop 27-47 ms here, a ring's worth at millions of events/s. */
+	 * event loop 27-47 ms here, a ring's worth at millions of events/s.
+	 * But not when the filesystem is full: the write that failed is tried
+	 * again at once, and must find the space (else it fails again, and
+	 * the next segment is deleted for it too). */
 	if (unlinkat(store_dir_fd(), name, 0) < 0 && errno != ENOENT) {
 		xlog_error("cannot delete %s %s: %s", path, why, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
-	if (fd >= 0)
+	if (fd >= 0 && strcmp(why, STORE_FS_FULL) == 0)
+		close(fd);
+	else if (fd >= 0)
 		worker_release(fd, d.bytes);
 	uid_release(&st.disk[0]);
 	memmove(st.disk, st.disk + 1, (st.ndisk - 1) * sizeof *st.disk);
