@@ -245,7 +245,16 @@ int sur_wait(void (*done)(unsigned tag, int res))
 /* Whether a completion signals the eventfd (a flag in the ring's shared
  * memory: no system call).  Returns whether completions wait, read after
  * the change (those that came while the signal was off posted none):
- * posted, or held by the kernel for the next enter (SUR_SETUP). */
+ * posted, or held by the kernel for the next enter (SUR_SETUP).  No
+ * completion falls between the two: the kernel, queueing the first work
+ * for the next enter, sets IORING_SQ_TASKRUN with a full barrier before
+ * it reads the DISABLED flag to decide whether to signal
+ * (io_req_local_work_add), and we clear that flag, fence, then read
+ * IORING_SQ_TASKRUN, so either it signals or we see the work; later
+ * work finds the flag still set, which only our own enter clears.  With
+ * the plain setup (before Linux 6.1) the kernel posts the completion and
+ * then reads the flag with no barrier between, so one may rarely go
+ * unsignalled: the next drain round reaps it, a period late at most. */
 unsigned sur_wake(int on)
 {
 	if (!ur.on)
