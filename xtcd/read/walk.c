@@ -23,7 +23,8 @@
 
 #define FILE_HDR    ((off_t)sizeof(struct xtc_seg_file_hdr))
 #define WALK_REWIND ((off_t)1 << 20) /* xtcd's write buffer (xtcd/store_buf.h) */
-#define WALK_LIST_NS 1000000000ull  /* at most one listing a second past a missing name */
+#define WALK_LIST_NS ((uint64_t)WALK_RECHECK_MS * 1000000u) /* at most one listing past a
+                                                             * missing name in this */
 
 volatile sig_atomic_t walk_stop;
 
@@ -129,8 +130,9 @@ static int listing_due(struct walk *w)
  * for good.  Nothing under the next name: xtcd has not rotated, or it was
  * killed and the next file deleted by hand while its successor went on
  * above; only a listing tells, so one is made while the segment does not
- * grow (idle), at most once a second, and what it finds sets *gone: the
- * numbers before it are missing. */
+ * grow (idle), at most once a second (until then the walk owes it:
+ * recheck), and what it finds sets *gone: the numbers before it are
+ * missing. */
 static int newer_begun(struct walk *w, int idle, uint64_t *next, int *gone)
 {
 	char path[PATH_MAX];
@@ -144,8 +146,12 @@ static int newer_begun(struct walk *w, int idle, uint64_t *next, int *gone)
 		return 0;
 	if (stat(path, &st) == 0)
 		return (*next = oldest_begun_above(w)) != 0;
-	if (errno != ENOENT || !idle || !listing_due(w))
+	if (errno != ENOENT)
 		return 0;
+	if (!idle || !listing_due(w)) {
+		w->recheck = 1;
+		return 0;
+	}
 	*gone = 1;
 	return (*next = oldest_begun_above(w)) != 0;
 }
@@ -295,6 +301,7 @@ int walk_step(struct walk *w)
 	off_t was;
 	int ret, gone;
 
+	w->recheck = 0;
 	if (!w->have_seq && (ret = find_first(w)) <= 0)
 		return ret;
 	if (w->seg_done)

@@ -72,7 +72,13 @@ struct walk {
 	int      rewind;          /* after a cut back, read again rather than skip */
 	uint64_t listed_ns;       /* when it last listed the directory past a
 	                           * missing next name (monotonic; 0: never) */
+	int      recheck;         /* the last step owes such a listing, which no
+	                           * change in the directory may prompt: a caller
+	                           * that waits for changes steps again within
+	                           * WALK_RECHECK_MS all the same */
 };
+
+#define WALK_RECHECK_MS 1000
 
 /* A walk of dir that starts at its oldest segment. */
 void walk_init(struct walk *w, const char *dir, const struct walk_ops *ops, void *user);
