@@ -390,7 +390,7 @@ START_TEST(test_file_errors)
 {
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
-		  "segment_bytes, keep_free, drain_ms, priority_boost, sync, pwrite, direct, hello_timeout_ms, max_clients, "
+		  "segment_bytes, keep_free, drain_ms, priority_boost, sync, pwrite, direct, inline_max, hello_timeout_ms, max_clients, "
 		  "max_sessions_per_uid, max_shm_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
 		  "log_rate_burst, log_rate_interval_ms, "
 		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "
