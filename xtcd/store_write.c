@@ -365,8 +365,13 @@ static void write_now(struct wbuf *b)
  * makes every write.  A page-cache write is quick unless the kernel
  * throttles it (dirty pages over the limit, a slow disk): one that held
  * the loop longer than INLINE_SLOW_NS sends the writes back to io_uring
- * for a while, doubling at each slow one in a row, so the drain is not
- * held by the disk.  Large writes (bursts, high rates) always go to
+ * for a while, so the drain is not held by the disk.  The next inline
+ * write after that while is a probe, which the kernel may hold again (a
+ * dirty-page throttle pauses a writer up to 200 ms): each slow one
+ * doubles the while, up to INLINE_HOLDOFF_MAX, and only that long
+ * without a slow one brings it back to INLINE_HOLDOFF_NS, so a disk that
+ * stays slow holds the loop a few times in its first minute and then
+ * once a minute at most.  Large writes (bursts, high rates) always go to
  * io_uring.
  */
 
@@ -376,6 +381,7 @@ static void write_now(struct wbuf *b)
 
 static struct store_write_counts counts;
 static uint64_t inline_until_ns;  /* io_uring only until then */
+static uint64_t inline_slow_ns;   /* when the last slow one ended */
 static uint64_t inline_holdoff_ns = INLINE_HOLDOFF_NS;
 
 void store_write_counts(struct store_write_counts *out)
@@ -404,13 +410,15 @@ static void write_inline(struct wbuf *b)
 	counts.inline_writes++;
 	took = sio_now_ns() - t0;
 	if (took <= INLINE_SLOW_NS) {
-		inline_holdoff_ns = INLINE_HOLDOFF_NS;
+		if (t0 - inline_slow_ns > INLINE_HOLDOFF_MAX)
+			inline_holdoff_ns = INLINE_HOLDOFF_NS;
 		return;
 	}
 	counts.inline_slow++;
-	inline_until_ns = t0 + took + inline_holdoff_ns;
+	inline_slow_ns = t0 + took;
+	inline_until_ns = inline_slow_ns + inline_holdoff_ns;
 	xlog("a %zu-byte write held the event loop %.1f ms; small writes go to io_uring for %.0f s",
-	          b->len, (double)took / 1e6, (double)inline_holdoff_ns / 1e9);
+	     b->len, (double)took / 1e6, (double)inline_holdoff_ns / 1e9);
 	if (inline_holdoff_ns < INLINE_HOLDOFF_MAX)
 		inline_holdoff_ns *= 2;
 }
