@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "lib/common/clock.h"
+#include "lib/common/logline.h"
 #include "tail_int.h"
 
 #undef xtc_tail_emit
@@ -61,30 +62,17 @@ static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 void tail_log(int always, const char *fmt, ...)
 {
 	static int debug = -1;
-	int saved = errno;
-	char buf[512];
 	va_list ap;
-	int n;
 
 	if (!always) {
 		if (debug < 0)
 			debug = getenv("XTC_DEBUG") != NULL;
-		if (!debug) {
-			errno = saved;
+		if (!debug)
 			return;
-		}
 	}
-	n = snprintf(buf, sizeof buf, "xtc_tail[%d]: ", (int)getpid());
 	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	logline_v(fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof buf - 2)
-		n = (int)sizeof buf - 2;
-	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0) {
-		/* nowhere left to report it */
-	}
-	errno = saved;
 }
 
 /* ---------------------------------------------------------------------

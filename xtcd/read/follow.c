@@ -63,14 +63,6 @@
 
 #define POLL_MS_DEFAULT 200
 
-static volatile sig_atomic_t stop_signal;
-
-/* SIGINT/SIGTERM: only note it; the loop ends at the next item or wait. */
-static void stop_cb(int sig)
-{
-	stop_signal = sig;
-}
-
 /* Why following ended. */
 enum end_why {
 	RUNNING = 0,
@@ -132,7 +124,7 @@ static int follow_item_cb(const struct segread_item *it, void *user)
 {
 	struct follow *fw = user;
 
-	if (stop_signal) {
+	if (walk_stop) {
 		fw->end = END_SIGNAL;
 		return 1;
 	}
@@ -152,7 +144,7 @@ static int follow_item_cb(const struct segread_item *it, void *user)
 		return 0;
 	}
 	if (view_print(&fw->view, it) < 0) {
-		fw->end = stop_signal ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
+		fw->end = walk_stop ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
 		                                                               : END_OUTPUT_ERROR;
 		return 1;
 	}
@@ -167,7 +159,7 @@ static void follow_flush(struct follow *fw)
 	if (!fw->view.out_err)
 		fw->view.out_err = errno ? -errno : -EIO;
 	if (fw->end == RUNNING)
-		fw->end = stop_signal ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
+		fw->end = walk_stop ? END_SIGNAL : fw->view.out_err == -EPIPE ? END_OUTPUT_CLOSED
 		                                                                : END_OUTPUT_ERROR;
 }
 
@@ -320,7 +312,7 @@ static int position_last(struct follow *fw, long long lines)
 		goto out;
 	fw->counting = 1;
 	fw->oldest = seqs[0];
-	for (i = n; i-- > 0 && !stop_signal;) {
+	for (i = n; i-- > 0 && !walk_stop;) {
 		fw->counted = 0;
 		ret = segread_segment(fw->counter, seqs[i], 0, SEGREAD_TAIL_QUIET, &sp);
 		if (ret == -ENOMEM)
@@ -419,7 +411,7 @@ static void wait_change(struct follow *fw)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigprocmask(SIG_BLOCK, &block, &old);
-	if (!stop_signal &&
+	if (!walk_stop &&
 	    ppoll(p, n, fw->ifd >= 0 ? NULL : &ts, &old) > 0) {
 		if (out >= 0 && (p[out].revents & (POLLERR | POLLHUP)))
 			fw->end = END_OUTPUT_CLOSED;
@@ -427,31 +419,16 @@ static void wait_change(struct follow *fw)
 			drain_inotify(fw);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (stop_signal && fw->end == RUNNING)
+	if (walk_stop && fw->end == RUNNING)
 		fw->end = END_SIGNAL;
 }
 
 /* ---- the mode ---- */
 
-/* Handle SIGINT/SIGTERM by flag and ignore SIGPIPE (EPIPE ends us).
- * No SA_RESTART: a write blocked on a reader that stopped reading must
- * return (EINTR) so that the signal still ends us; an output error once
- * a stop was asked for is that, not a failure. */
-static void signals_init(void)
-{
-	struct sigaction sa = { .sa_handler = stop_cb };
-	struct sigaction ign = { .sa_handler = SIG_IGN };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGPIPE, &ign, NULL);
-}
-
 /* The exit code for how following ended. */
 static int follow_status(struct follow *fw, int ret)
 {
-	if (stop_signal)
+	if (walk_stop)
 		return 0;   /* asked to stop: whatever was cut short by it is fine */
 	if (ret < 0 && fw->end == RUNNING) {
 		fprintf(stderr, "xtcd: following %s failed: %s\n", fw->dir_path, strerror(-ret));
@@ -502,7 +479,7 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 	if (!isatty(fileno(out)))
 		setvbuf(out, NULL, _IOFBF, 1 << 16);
 	view_init(&fw->view, out, o->json, (enum view_color)o->color, &o->filter);
-	signals_init();
+	walk_catch_stop();
 	watch_init(fw);
 	ret = segread_open(&fw->r, dir, follow_item_cb, follow_problem_cb, fw);
 	if (ret == 0 && o->lines != -1)
@@ -518,7 +495,7 @@ int xtcd_follow(const char *dir, const struct read_opts *o, FILE *out)
 	/* Stopped by a signal: drop what is not written yet, as tail -f killed
 	 * by it would, rather than wait on a reader that may have stopped
 	 * reading.  Everything read before the last wait is already out. */
-	if (stop_signal)
+	if (walk_stop)
 		__fpurge(out);
 	else
 		follow_flush(fw);

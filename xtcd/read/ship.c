@@ -64,13 +64,6 @@
 #define METRICS_MS     5000u
 #define IDLE_MS        1000u
 
-static volatile sig_atomic_t stop_signal;
-
-static void stop_cb(int sig)
-{
-	stop_signal = sig;
-}
-
 /* Rows waiting for ClickHouse's acknowledgement. */
 struct batch {
 	FILE    *f[SHIP_NTABLES];
@@ -609,17 +602,6 @@ static uint64_t sleep_ms(struct ship *s, int caught_up)
 
 /* ---- the mode ---- */
 
-static void signals_init(void)
-{
-	struct sigaction sa = { .sa_handler = stop_cb };
-	struct sigaction ign = { .sa_handler = SIG_IGN };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGPIPE, &ign, NULL);
-}
-
 /* Resume from the cursor, or start at the oldest segment. */
 static void resume(struct ship *s)
 {
@@ -655,7 +637,7 @@ static int ship_loop(struct ship *s)
 {
 	int ret = 0, caught_up;
 
-	while (!stop_signal) {
+	while (!walk_stop) {
 		caught_up = 0;
 		if (!s->full && !s->down) {
 			ret = walk_step(&s->w);
@@ -670,7 +652,7 @@ static int ship_loop(struct ship *s)
 		if (caught_up || s->down)
 			wait_for(s, sleep_ms(s, caught_up));
 	}
-	if (stop_signal && !s->down)
+	if (walk_stop && !s->down)
 		flush(s);   /* what was read goes out; a failure is resent next start */
 	metrics_write(s);
 	return ret;
@@ -720,7 +702,7 @@ int xtcd_ship(const struct ship_opts *o)
 		goto out;
 	if (o->create && create_tables(s) < 0)
 		goto out;
-	signals_init();
+	walk_catch_stop();
 	watch_init(s);
 	resume(s);
 	ret = ship_loop(s);

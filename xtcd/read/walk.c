@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,24 @@
 
 #define FILE_HDR    ((off_t)sizeof(struct xtc_seg_file_hdr))
 #define WALK_REWIND ((off_t)1 << 20) /* xtcd's write buffer (xtcd/store_buf.h) */
+
+volatile sig_atomic_t walk_stop;
+
+static void stop_cb(int sig)
+{
+	walk_stop = sig;
+}
+
+void walk_catch_stop(void)
+{
+	struct sigaction sa = { .sa_handler = stop_cb };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGPIPE, &ign, NULL);
+}
 
 void walk_init(struct walk *w, const char *dir, const struct walk_ops *ops, void *user)
 {

@@ -25,6 +25,7 @@
 #ifndef XTCD_READ_WALK_H
 #define XTCD_READ_WALK_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -75,5 +76,12 @@ void walk_seg_end(struct walk *w, uint64_t next_seq);
 /* Read what is new.  1: moved to another segment (step again at once);
  * 0: caught up, or stopped; -errno: reading cannot go on. */
 int  walk_step(struct walk *w);
+
+/* SIGINT or SIGTERM, once caught (walk_catch_stop): a reader that keeps up
+ * ends at its next item or wait.  Its write blocked on a reader that
+ * stopped reading returns EINTR (no SA_RESTART), so the signal still ends
+ * it; SIGPIPE is ignored, so a closed output is EPIPE. */
+extern volatile sig_atomic_t walk_stop;
+void walk_catch_stop(void);
 
 #endif /* XTCD_READ_WALK_H */
