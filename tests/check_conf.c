@@ -442,6 +442,23 @@ START_TEST(test_file_format)
 }
 END_TEST
 
+/* A file an editor saved with a UTF-8 byte order mark: the mark is not
+ * part of the first key, and only at the file's start is it skipped. */
+START_TEST(test_file_bom)
+{
+	struct config c;
+	char err[512];
+
+	write_conf("\xef\xbb\xbfmax_bytes = 2G\n");
+	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), 0);
+	ck_assert_uint_eq(c.max_bytes, 2ULL << 30);
+	conf_free(&c);
+	write_conf("max_bytes = 2G\n\xef\xbb\xbfmax_clients = 3\n");
+	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, ":2:") != NULL, "%s", err);
+}
+END_TEST
+
 START_TEST(test_missing_files)
 {
 	struct config c;
@@ -808,6 +825,7 @@ static Suite *conf_suite(void)
 	tc = with_tmpdir(s, "file");
 	tcase_add_test(tc, test_file_errors);
 	tcase_add_test(tc, test_file_format);
+	tcase_add_test(tc, test_file_bom);
 	tcase_add_test(tc, test_missing_files);
 	tcase_add_test(tc, test_flags_win_and_origins);
 	tcase_add_test(tc, test_daemon_needs_dir);

@@ -141,3 +141,19 @@ fi
 grep -q "^xtcd: --dir $T/notadir: " "$T/err.log" ||
 	fail "log_level = error hid the error that stopped xtcd: $(cat "$T/err.log")"
 echo "ok: log_level = error keeps the line that says why xtcd could not start"
+
+# --- a --socket that names a file or a directory: refused, and left alone
+echo "recorded" >"$T/notasock"
+if timeout 10 "$XTCD" --dir "$DIR" --socket "$T/notasock" >"$T/err.log" 2>&1; then
+	fail "xtcd started with a regular file as --socket"
+fi
+[ "$(cat "$T/notasock" 2>/dev/null)" = recorded ] || fail "xtcd deleted the file at --socket"
+grep -q "^xtcd: --socket $T/notasock: a file is there, not a socket; .*choose another path" "$T/err.log" ||
+	fail "no line saying --socket names a file: $(cat "$T/err.log")"
+[ "$(wc -l <"$T/err.log")" -eq 1 ] || fail "more than one line for a file at --socket: $(cat "$T/err.log")"
+if timeout 10 "$XTCD" --dir "$DIR" --socket "$DIR" >"$T/err.log" 2>&1; then
+	fail "xtcd started with a directory as --socket"
+fi
+grep -q "^xtcd: --socket $DIR: a directory is there, not a socket" "$T/err.log" ||
+	fail "no line saying --socket names a directory: $(cat "$T/err.log")"
+echo "ok: a file or directory at --socket is refused in one line and left as it is"

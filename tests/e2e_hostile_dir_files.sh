@@ -50,4 +50,29 @@ ours=$(cd "$DIR" && for f in xtc-*.seg; do [ "$f" = "$short" ] || [ "$f" = "$big
 echo "  planted $short (14 bytes) and $big (3 MiB); the segments hold $ours bytes of the 4M budget"
 [ "$ours" -le $((4 << 20)) ] || fail "the segments hold $ours bytes, more than the budget"
 [ "$ours" -gt $((3 << 20)) ] || fail "the segments hold only $ours bytes: the planted file was counted"
+
+# --- xtcd killed mid-segment, a short file under the next name (as one
+# killed while creating it leaves): its successor numbers past it, and
+# --follow must go on past both to the new segment, as --cat does
+rm -rf "$DIR" && mkdir -p "$DIR"
+start_xtcd
+"$LOADGEN" 1 1000 0 60000 >"$T/lg2.out" 2>&1 &
+lg=$!
+wait_log "xtc-loadgen) uid" 10
+sleep 0.3
+kill -9 "$XTCD_PID"; wait "$XTCD_PID" 2>/dev/null; XTCD_PID=
+kill -9 "$lg"; wait "$lg" 2>/dev/null
+newest=$(ls "$DIR" | sed -n 's/^xtc-0*\([0-9][0-9]*\)\.seg$/\1/p' | sort -n | tail -n 1)
+printf 'abc' >"$DIR/$(name $((newest + 1)))"
+start_xtcd
+"$LOADGEN" 1 500 0 0 >"$T/lg3.out" 2>&1 || fail "xtc-loadgen after the restart exited $?"
+wait_log "produced 500, written 500" 10
+"$XTCD" --follow "$DIR" -n all >"$T/follow.out" 2>"$T/follow.err" &
+f=$!
+for _ in $(seq 1 250); do grep -q "SESSION .* END reason=detached produced=500" "$T/follow.out" && break; sleep 0.02; done
+kill -INT $f; wait $f
+grep -q "SESSION .* END reason=detached produced=500" "$T/follow.out" ||
+	fail "--follow stayed on segment $newest (torn by the crash, a short file after it): $(tail -n 2 "$T/follow.out")"
+stop_xtcd
+echo "ok: --follow goes on past a crashed xtcd's segment and the short file after it"
 echo "PASS"

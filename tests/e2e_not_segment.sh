@@ -65,6 +65,22 @@ if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
 	grep -q "^xtcd: cannot read $DIR: Permission denied: the segments are xtcd's own (mode 0600); run xtcd --cat as root" "$T/err" ||
 		fail "--cat without permission does not say whose segments they are: $(cat "$T/err")"
 	echo "ok: --cat without permission says to run it as root or as xtcd's user"
+	# a directory it may list, segments it may not open: one line that says
+	# what to do and one that counts the others, not one line a segment
+	mkdir -p "$T/closed" && chmod 755 "$T/closed"
+	for s in 1 2 3 4; do : >"$T/closed/xtc-00000$s.seg"; done
+	chmod 600 "$T/closed"/*.seg
+	first="xtcd: $T/closed/xtc-000001.seg: cannot open: Permission denied: the segments are xtcd's own; run this as root or as the user xtcd runs as"
+	for m in --cat --stats --report; do
+		su nobody -s /bin/sh -c "\"$T/xtcd-copy\" $m \"$T/closed\"" >/dev/null 2>"$T/err"
+		[ "$(cat "$T/err")" = "$first
+xtcd: 3 more segments of $T/closed could not be opened either (Permission denied)" ] ||
+			fail "$m as nobody on segments it may not open did not say it in two lines: $(cat "$T/err")"
+	done
+	su nobody -s /bin/sh -c "exec timeout -s INT 1.5 \"$T/xtcd-copy\" --follow \"$T/closed\"" >/dev/null 2>"$T/err"
+	[ "$(cat "$T/err")" = "$first" ] ||
+		fail "--follow as nobody on segments it may not open did not say it once: $(cat "$T/err")"
+	echo "ok: segments the reader may not open: the first named with what to do, the others counted"
 else
 	echo "(not root: the permission message is not checked)"
 fi

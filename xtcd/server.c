@@ -385,6 +385,19 @@ static int socket_from_systemd(void)
 	return 3;
 }
 
+/* Whether something other than a socket sits at cfg.socket: a mistyped
+ * --socket naming a segment or a configuration file must not delete it. */
+static int socket_path_taken(void)
+{
+	struct stat st;
+
+	if (stat(cfg.socket, &st) < 0 || S_ISSOCK(st.st_mode))
+		return 0;
+	xlog_error("--socket %s: %s is there, not a socket; left as it is: remove it or choose another path",
+	     cfg.socket, S_ISDIR(st.st_mode) ? "a directory" : S_ISREG(st.st_mode) ? "a file" : "something");
+	return 1;
+}
+
 /* Bind cfg.socket, replacing a stale socket file nobody listens on. */
 static int bind_socket(void)
 {
@@ -407,6 +420,8 @@ static int bind_socket(void)
 		return -1;
 	}
 	close(fd);
+	if (socket_path_taken())
+		return -1;
 	unlink(cfg.socket);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {

@@ -97,6 +97,7 @@ int export_read(struct export *x, const char *dir)
 		return ret;
 	}
 	ret = segread_run(x->r);
+	view_denied_done(dir);
 	st = segread_stats(x->r);
 	if (x->fatal || x->out_err) {
 		ret = x->fatal ? x->fatal : x->out_err;

@@ -89,6 +89,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/seg/idmap.h"
 #include "lib/seg/segname.h"
 #include "xtcd/read/print.h"
 #include "xtcd/read/export_int.h"
@@ -102,6 +103,8 @@
 struct proc {
 	uint64_t session;        /* 0: empty slot */
 	uint32_t pid;            /* the trace's pid */
+	uint32_t ntracks;        /* its tracks, chained from first_tid by next_tid */
+	uint32_t first_tid;
 };
 
 /* A loop's track in a session, and the slice open on it. */
@@ -109,6 +112,7 @@ struct track {
 	uint64_t session;        /* 0: empty slot */
 	uint32_t tid;
 	uint32_t pid;            /* the trace pid of its session */
+	uint32_t next_tid;       /* the session's track made before this one */
 	int      open;           /* a RUN slice is open */
 	xtc_pid_t run_pid;       /* whose */
 	uint64_t run_real;       /* since when (wall ns) */
@@ -140,6 +144,7 @@ struct chrome {
 	size_t   tcap, tn;
 	struct proc *procs;      /* sessions given a pid, open addressing */
 	size_t   pcap, pn;
+	struct idmap pids;       /* the pids procs hold: a scan for each new one is quadratic */
 	int      xtcd_named;     /* pid 0 has its metadata */
 	FILE    *flows;          /* the flow events, until they are copied */
 	struct verdict *verdicts;
@@ -231,6 +236,24 @@ static int table_grow(void **tab, size_t *cap, size_t size, size_t key_off, int 
 	return 0;
 }
 
+/* The slot of a session in procs: its own, or the empty one it would take. */
+static size_t proc_slot(const struct chrome *c, uint64_t session)
+{
+	size_t i = slot_of(session, 0, c->pcap);
+
+	while (c->procs[i].session && c->procs[i].session != session)
+		i = (i + 1) & (c->pcap - 1);
+	return i;
+}
+
+/* The proc of a session, or NULL if it has no pid yet. */
+static struct proc *proc_find(struct chrome *c, uint64_t session)
+{
+	size_t i = c->pcap ? proc_slot(c, session) : 0;
+
+	return c->pcap && c->procs[i].session ? &c->procs[i] : NULL;
+}
+
 /* The trace pid of a session (giving it one, with its name, if new), from
  * its OS pid (0: unknown) and comm; 0 on -ENOMEM (x->fatal set). */
 static uint32_t proc_pid(struct chrome *c, uint64_t session, uint32_t os_pid, const char *comm_in)
@@ -245,14 +268,17 @@ static uint32_t proc_pid(struct chrome *c, uint64_t session, uint32_t os_pid, co
 		c->x->fatal = -ENOMEM;
 		return 0;
 	}
-	for (i = slot_of(session, 0, c->pcap); c->procs[i].session; i = (i + 1) & (c->pcap - 1))
-		if (c->procs[i].session == session)
-			return c->procs[i].pid;
+	i = proc_slot(c, session);
+	if (c->procs[i].session)
+		return c->procs[i].pid;
 	/* new: the OS pid, unless another session of this export has it */
 	pid = os_pid ? os_pid : PID_RESTATED + (uint32_t)session;
-	for (size_t k = 0; k < c->pcap; k++)
-		if (c->procs[k].session && c->procs[k].pid == pid)
-			pid = PID_RESTATED + (uint32_t)session;
+	if (idmap_get(&c->pids, pid, NULL))
+		pid = PID_RESTATED + (uint32_t)session;
+	if (idmap_put(&c->pids, pid, session) < 0) {
+		c->x->fatal = -ENOMEM;
+		return 0;
+	}
 	c->procs[i].session = session;
 	c->procs[i].pid = pid;
 	c->pn++;
@@ -296,6 +322,7 @@ static struct track *track_of(struct chrome *c, const struct segread_item *it)
 	uint32_t loop = filter_event_loop(it);
 	uint32_t tid = loop != LOOP_NONE ? loop : TID_NO_LOOP + it->u.event.ring;
 	struct track *t = track_find(c, session, tid);
+	struct proc *p;
 	char name[48];
 	size_t i;
 	uint32_t pid;
@@ -317,6 +344,11 @@ static struct track *track_of(struct chrome *c, const struct segread_item *it)
 	t->tid = tid;
 	t->pid = pid;
 	c->tn++;
+	if ((p = proc_find(c, session)) != NULL) {
+		t->next_tid = p->first_tid;
+		p->first_tid = tid;
+		p->ntracks++;
+	}
 	if (loop != LOOP_NONE)
 		snprintf(name, sizeof(name), "loop %" PRIu32, tid);
 	else
@@ -712,6 +744,18 @@ static void chrome_event(struct chrome *c, const struct segread_item *it)
  * at its track's last event when end is 0. */
 static void slices_close_all(struct chrome *c, uint64_t session, uint64_t end, const char *why)
 {
+	const struct proc *p = session ? proc_find(c, session) : NULL;
+	struct track *own = p && p->ntracks ? track_find(c, session, p->first_tid) : NULL;
+
+	/* one session's through its own tracks: a scan of every session's at
+	 * each session end would be quadratic */
+	for (uint32_t k = 0; own && k < p->ntracks; k++) {
+		if (own->open)
+			slice_close(c, own, end ? end : own->last_real, why, NULL);
+		own = k + 1 < p->ntracks ? track_find(c, session, own->next_tid) : NULL;
+	}
+	if (session)
+		return;
 	for (size_t i = 0; i < c->tcap; i++) {
 		struct track *t = &c->tracks[i];
 
@@ -908,6 +952,7 @@ static void chrome_free(struct chrome *c)
 	free(c->verdicts);
 	free(c->tracks);
 	free(c->procs);
+	idmap_free(&c->pids);
 	if (c->flows)
 		fclose(c->flows);
 }

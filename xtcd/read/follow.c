@@ -178,6 +178,8 @@ static void follow_problem_cb(const struct segread_problem *p, void *user)
 	fw->last_prob_off = p->offset;
 	fw->last_prob_kind = (int)p->kind;
 	follow_flush(fw);
+	if (view_denied(p))
+		return;
 	switch (p->kind) {
 	case SEGREAD_TORN_TAIL:
 	case SEGREAD_CORRUPT_TAIL:

@@ -7,6 +7,7 @@
 #endif
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +62,8 @@ int view_run(struct segread *r, const char *mode)
 {
 	const char *dir = segread_dir(r);
 	int ret = segread_run(r);
+
+	view_denied_done(dir);
 
 	if (ret < 0 && segread_stats(r)->listed)
 		fprintf(stderr, "xtcd: reading %s failed: %s\n", dir, strerror(-ret));
@@ -148,12 +151,38 @@ static int print_colored(struct view *v, const struct segread_item *it, const ch
 	return ret;
 }
 
+/* Segments the reader may not open: the first says what to do, the others
+ * are counted and summed up in one line at the end (view_denied_done), so
+ * that a directory of thousands of segments does not print thousands of
+ * lines.  One reading mode runs in a process, so one count is enough. */
+static uint64_t denied;
+
+int view_denied(const struct segread_problem *p)
+{
+	if (p->kind != SEGREAD_IO_ERROR || (p->err != -EACCES && p->err != -EPERM))
+		return 0;
+	if (denied++ == 0)
+		fprintf(stderr, "xtcd: %s: cannot open: %s: the segments are xtcd's own; run this as "
+		        "root or as the user xtcd runs as\n", p->path, strerror(-p->err));
+	return 1;
+}
+
+void view_denied_done(const char *dir)
+{
+	if (denied > 1)
+		fprintf(stderr, "xtcd: %llu more segments of %s could not be opened either (%s)\n",
+		        (unsigned long long)(denied - 1), dir, strerror(EACCES));
+	denied = 0;
+}
+
 /* One stderr line for a problem in the data. */
 void view_problem(FILE *out, const struct segread_problem *p)
 {
 	long long at = (long long)p->offset, n = (long long)p->bytes;
 
 	fflush(out);
+	if (view_denied(p))
+		return;
 	switch (p->kind) {
 	case SEGREAD_TORN_TAIL:
 		fprintf(stderr, "xtcd: %s: torn tail at byte %lld (%lld bytes ignored); "

@@ -45,6 +45,14 @@ int view_wants(const struct view *v, const struct segread *r, const struct segre
  * the data (lib/seg/segread.h); out is flushed first so the two stay in step. */
 void view_problem(FILE *out, const struct segread_problem *p);
 
+/* A segment the reader may not open (EACCES, EPERM): 1 after saying so
+ * with what to do for the first one only, else 0 (not that problem). */
+int view_denied(const struct segread_problem *p);
+
+/* After the reading: one line for the segments of dir that view_problem()
+ * did not name for want of permission, if any. */
+void view_denied_done(const char *dir);
+
 /* segread_open() for a reading mode: 0, or -errno after one stderr line. */
 int view_open(struct segread **rp, const char *dir, segread_item_fn item,
               segread_problem_fn problem, void *user);

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -88,9 +89,27 @@ static void gap(struct walk *w, uint64_t from, off_t at, uint64_t to, uint64_t r
 	w->ops->gap(w->user, from, at, to, resume, at == 0 && gap_not_segments(w, from, to));
 }
 
+/* The oldest segment above the current one with its header on disk, or 0. */
+static uint64_t oldest_begun_above(const struct walk *w)
+{
+	uint64_t *seqs, found = 0;
+	size_t n;
+
+	if (seg_list(w->dir, &seqs, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n && !found; i++)
+		if (seqs[i] > w->seq && seg_begun(w->dir, seqs[i]))
+			found = seqs[i];
+	free(seqs);
+	return found;
+}
+
 /* Whether a segment newer than the current one has its header on disk,
  * and which (*next): the next number, or, when something that is not a
- * segment sits under that name, the oldest segment above. */
+ * segment (yet) sits under that name, the oldest begun one above: a file
+ * shorter than a header that a crashed xtcd left there, which its
+ * successor numbers past, must not hold the walk on the current segment
+ * for good.  Nothing under the next name: xtcd has not rotated. */
 static int newer_begun(const struct walk *w, uint64_t *next)
 {
 	char path[PATH_MAX];
@@ -100,9 +119,9 @@ static int newer_begun(const struct walk *w, uint64_t *next)
 	if (seg_begun(w->dir, *next))
 		return 1;
 	if (seg_path(path, sizeof(path), w->dir, *next) >= (int)sizeof(path) ||
-	    stat(path, &st) < 0 || S_ISREG(st.st_mode))
+	    stat(path, &st) < 0)
 		return 0;
-	return seg_oldest_above(w->dir, w->seq, next) == 0 && *next && seg_begun(w->dir, *next);
+	return (*next = oldest_begun_above(w)) != 0;
 }
 
 /* The segment being read is gone: skip to the oldest one left. */

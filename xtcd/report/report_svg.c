@@ -388,8 +388,11 @@ int report_svg(struct report *rep, const char *path)
 		draw_axis(f, &fr, TOP + (double)n * (LANE_H + LANE_GAP) + 4);
 	draw_hist(f, rep, hist_y);
 	fputs("</svg>\n", f);
-	if (ferror(f))
-		ret = -EIO;
+	/* what is still buffered fails again and says why (a full disk), where
+	 * the error flag alone would only say that something failed */
+	errno = 0;
+	if (fflush(f) != 0 || ferror(f))
+		ret = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !ret)
 		ret = -errno;
 	free(lanes);
