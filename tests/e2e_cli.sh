@@ -65,6 +65,14 @@ refused "xtcd: --ship-batch 0: expected a whole number of rows from 1 to 1000000
 refused "xtcd: --ship-metrics $T/ship.txt: expected a file name ending in .prom, or none; see xtcd --help" \
 	--ship http://127.0.0.1:9/ "$DIR" --ship-metrics "$T/ship.txt"
 refused "xtcd: --ship-host applies to --ship only; see xtcd --help" --dir "$DIR" --ship-host a
+# --- the reading modes read no settings: a daemon flag with one is refused
+refused "xtcd: --max-bytes is a setting of the daemon; it does not apply to --cat, which reads the directory given to it; see xtcd --help" \
+	--cat "$DIR" --max-bytes 1G
+refused "xtcd: --verbose is a setting of the daemon; it does not apply to --report, which reads the directory given to it; see xtcd --help" \
+	--report "$DIR" -v
+refused "xtcd: --socket is a setting of the daemon; it does not apply to --follow, which reads the directory given to it; see xtcd --help" \
+	--follow "$DIR" --socket "$T/s"
+refused "xtcd: --ship-host applies to --ship only; see xtcd --help" --stats "$DIR" --ship-host a
 refused "xtcd: --max-bytes does not apply to --ship; see xtcd --help" \
 	--ship http://127.0.0.1:9/ "$DIR" --max-bytes 1G
 refused "xtcd: --json does not apply to --ship; see xtcd --help" --ship http://127.0.0.1:9/ "$DIR" --json
