@@ -98,8 +98,10 @@ out=$("$XTCD" --check-config "$T/good.conf" 2>"$T/err") || fail "--check-config 
 printf 'max_bytes = 4G\n\nsync = sometimes\n' >"$T/bad.conf"
 refused "xtcd: $T/bad.conf:3: sync = sometimes: expected never, rotate, or a period in milliseconds from 1 to 3600000" \
 	--check-config "$T/bad.conf"
-refused "xtcd: $T/no-such.conf: No such file or directory; give --config an existing file" \
+refused "xtcd: --check-config $T/no-such.conf: No such file or directory; give it an existing, readable file" \
 	--check-config "$T/no-such.conf"
+refused "xtcd: $T/no-such.conf: No such file or directory; give --config an existing file" \
+	--config "$T/no-such.conf" --dir "$DIR"
 # the flags given with it are checked with it, as the daemon would merge them
 refused "xtcd: max_bytes = 4G ($T/good.conf:2) must be at least twice --segment-bytes 4G (one segment being written, one or more kept)" \
 	--check-config "$T/good.conf" --segment-bytes 4G

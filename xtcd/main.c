@@ -636,6 +636,11 @@ static int check_config(const char *path)
 	char err[1024];
 	struct config c;
 
+	if (access(path, R_OK) < 0) { /* named by --check-config, not --config */
+		fprintf(stderr, "xtcd: --check-config %s: %s; give it an existing, readable file\n", path,
+		        strerror(errno));
+		return 2;
+	}
 	if (conf_build(&c, path, &cli, 0, err, sizeof err) < 0) {
 		fprintf(stderr, "xtcd: %s\n", err);
 		return 2;
