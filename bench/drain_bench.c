@@ -8,6 +8,7 @@
  *   bench/drain_bench [--records N] [--rounds R] [--mix flat|mix|random]
  *                     [--pwrite] [--loop] [--drain-ms MS] [--dir DIR]
  *                     [--sync never|rotate] [--batch B] [--cross] [--direct yes|no]
+ *                     [--inline-max N]
  *
  * Each round fills the whole ring (N records, default 262144, the
  * default ring) and then drains it to the disk: session_drain_all() and,
@@ -79,7 +80,8 @@ static struct {
 	const char *mix, *dir;
 	int pwrite, sync, loop, cross, direct;
 	unsigned drain_ms;
-} opt = { 262144, 6, 0, "flat", NULL, 0, SYNC_ROTATE, 0, 0, 0, 20 };
+	uint64_t inline_max;
+} opt = { 262144, 6, 0, "flat", NULL, 0, SYNC_ROTATE, 0, 0, 0, 20, 256u << 10 };
 
 /* xtcd's drain timer (main.c's drain_cb), for --loop. */
 static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -343,7 +345,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: drain_bench [--records N] [--rounds R] [--mix flat|mix|random] "
 	        "[--pwrite] [--loop] [--drain-ms MS] [--dir DIR] [--sync never|rotate] [--batch B] "
-	        "[--cross] [--direct yes|no]\n");
+	        "[--cross] [--direct yes|no] [--inline-max N]\n");
 	exit(2);
 }
 
@@ -373,6 +375,8 @@ static void parse(int argc, char **argv)
 			opt.rounds = (uint32_t)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--batch"))
 			opt.batch = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--inline-max"))
+			opt.inline_max = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--mix"))
 			opt.mix = v;
 		else if (!strcmp(a, "--drain-ms"))
@@ -427,6 +431,7 @@ int main(int argc, char **argv)
 	cfg.sync = opt.sync;
 	cfg.force_pwrite = opt.pwrite;
 	cfg.direct = opt.direct;
+	cfg.inline_max = opt.inline_max;
 	cfg.quota = CONF_NO_QUOTA;
 	xtcd_loop = ev_default_loop(0);
 	session_init_clock();
@@ -469,9 +474,10 @@ int main(int argc, char **argv)
 	session_shutdown_all();
 	store_fini(1);
 	bytes = dir_bytes(opt.dir);
-	printf("drain_bench mix=%s records=%u batch=%u rounds=%u io=%s%s%s\n", opt.mix, opt.records, opt.batch,
-	       opt.rounds, opt.pwrite ? "pwrite" : "io_uring", opt.direct ? " direct" : " buffered",
-	       opt.cross ? " cross-CPU" : "");
+	printf("drain_bench mix=%s records=%u batch=%u rounds=%u io=%s%s%s inline-max=%llu\n", opt.mix,
+	       opt.records, opt.batch, opt.rounds, opt.pwrite ? "pwrite" : "io_uring",
+	       opt.direct ? " direct" : " buffered", opt.cross ? " cross-CPU" : "",
+	       (unsigned long long)opt.inline_max);
 	printf("  first round (fresh mapping): %7.1fM records/s wall, %7.1fM per CPU-second\n",
 	       opt.batch / w_first / 1e6, opt.batch / (c_first > 0 ? c_first : 1e-9) / 1e6);
 	printf("  steady rounds:               %7.1fM records/s wall, %7.1fM per CPU-second\n",

@@ -101,6 +101,17 @@ static int env_u32(const char *name, uint32_t min, uint32_t max, int pow2, uint3
 	return 1;
 }
 
+/* XTC_TAIL_CLOCK is "mono" or "tsc" (the default); anything else is one
+ * line, and the default. */
+static void env_clock_check(void)
+{
+	const char *s = getenv("XTC_TAIL_CLOCK");
+
+	if (s != NULL && *s != '\0' && strcmp(s, "mono") != 0 && strcmp(s, "tsc") != 0)
+		tail_log(1, "XTC_TAIL_CLOCK=%s is not valid: use mono or tsc; using the default, "
+		         "tsc where the CPU has an invariant one", s);
+}
+
 static int valid_records(uint32_t n)
 {
 	return n >= XTC_SHM_MIN_RING_CAPACITY && n <= XTC_SHM_MAX_RING_CAPACITY && (n & (n - 1)) == 0;
@@ -183,6 +194,7 @@ static int segment_create_locked(void)
 	void *map;
 	int fd, err;
 
+	env_clock_check();
 	clock_setup();
 	segment_geometry(&rings, &records);
 	env_u32("XTC_TAIL_BLOCKING_TIMEOUT_US", 0, 10000000, 0, &tail_st.block_us);

@@ -131,6 +131,9 @@ static const struct case_ cases[] = {
 	{ "direct", "yes", NULL, "yes" },
 	{ "direct", "off", NULL, "no" },
 	{ "direct", "sometimes", "expected yes or no", NULL },
+	{ "inline_max", "0", NULL, "0" },
+	{ "inline_max", "128K", NULL, "128K" },
+	{ "inline_max", "small", "expected a size such as 256K, or 0", NULL },
 	{ "hello_timeout_ms", "1", NULL, "1" },
 	{ "hello_timeout_ms", "600000", NULL, "600000" },
 	{ "hello_timeout_ms", "0", "expected a whole number of milliseconds from 1 to 600000", NULL },
@@ -390,7 +393,7 @@ START_TEST(test_file_errors)
 {
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "colour = red\n", ":1: unknown key 'colour'; expected one of dir, socket, max_bytes, "
-		  "segment_bytes, keep_free, drain_ms, priority_boost, sync, pwrite, direct, hello_timeout_ms, max_clients, "
+		  "segment_bytes, keep_free, drain_ms, priority_boost, sync, pwrite, direct, inline_max, hello_timeout_ms, max_clients, "
 		  "max_sessions_per_uid, max_shm_per_uid, allow_uids, allow_gids, quota, quota.UID, log_level, "
 		  "log_rate_burst, log_rate_interval_ms, "
 		  "metrics_file, ship, ship_create, ship_host, ship_cursor, ship_batch, ship_batch_ms, "
@@ -436,6 +439,23 @@ START_TEST(test_file_format)
 	ck_assert_uint_eq(conf_quota_for(&c, 7), CONF_NO_QUOTA);
 	ck_assert_uint_eq(conf_quota_for(&c, 8), CONF_NO_QUOTA);
 	conf_free(&c);
+}
+END_TEST
+
+/* A file an editor saved with a UTF-8 byte order mark: the mark is not
+ * part of the first key, and only at the file's start is it skipped. */
+START_TEST(test_file_bom)
+{
+	struct config c;
+	char err[512];
+
+	write_conf("\xef\xbb\xbfmax_bytes = 2G\n");
+	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), 0);
+	ck_assert_uint_eq(c.max_bytes, 2ULL << 30);
+	conf_free(&c);
+	write_conf("max_bytes = 2G\n\xef\xbb\xbfmax_clients = 3\n");
+	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, ":2:") != NULL, "%s", err);
 }
 END_TEST
 
@@ -705,7 +725,7 @@ START_TEST(test_describe)
 	ck_assert_int_eq(conf_build(&c, conf_path, NULL, 0, err, sizeof err), 0);
 	settings_describe_all(&c, SETTING_RESTART, buf, sizeof buf);
 	ck_assert_ptr_nonnull(strstr(buf, "max_bytes=2G segment_bytes=64M keep_free=0 drain_ms=20 "
-	                                  "sync=rotate hello_timeout_ms=5000"));
+	                                  "sync=rotate inline_max=256K hello_timeout_ms=5000"));
 	ck_assert_ptr_nonnull(strstr(buf, " quota=none quota.7=1G quota.8=none log_level=info"));
 	ck_assert_ptr_null(strstr(buf, "socket="));
 	conf_free(&c);
@@ -805,6 +825,7 @@ static Suite *conf_suite(void)
 	tc = with_tmpdir(s, "file");
 	tcase_add_test(tc, test_file_errors);
 	tcase_add_test(tc, test_file_format);
+	tcase_add_test(tc, test_file_bom);
 	tcase_add_test(tc, test_missing_files);
 	tcase_add_test(tc, test_flags_win_and_origins);
 	tcase_add_test(tc, test_daemon_needs_dir);

@@ -1202,6 +1202,34 @@ START_TEST(test_tail_env_bad_rings)
 }
 END_TEST
 
+/* XTC_TAIL_CLOCK: "mono" and "tsc" are silent; anything else is one line
+ * naming it, and the default clock. */
+static const char *const clock_values[] = { "mono", "tsc", "monotonic", "TSC", "mono " };
+#define N_CLOCK_VALUES (sizeof clock_values / sizeof clock_values[0])
+
+START_TEST(test_tail_env_clock)
+{
+	const struct xtc_shm_hdr *h;
+	struct err_cap c;
+	char err[1024];
+
+	ck_assert_int_eq(setenv("XTC_TAIL_CLOCK", clock_values[_i], 1), 0);
+	stderr_begin(&c);
+	xtc_tail_enable(XTC_TAIL_SCHED);
+	stderr_end(&c, err, sizeof err);
+	h = shm_peek();
+	if (_i < 2) {
+		ck_assert_msg(err[0] == '\0', "XTC_TAIL_CLOCK=%s said: %s", clock_values[_i], err);
+	} else {
+		assert_one_line_naming(err, "XTC_TAIL_CLOCK");
+		ck_assert(h->ts_unit == XTC_SHM_TS_MONO_NS || h->ts_unit == XTC_SHM_TS_TSC);
+	}
+	if (_i == 0)
+		ck_assert_uint_eq(h->ts_unit, XTC_SHM_TS_MONO_NS);
+	shm_unpeek(h);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------
  * fork
  */
@@ -1447,6 +1475,7 @@ static Suite *tail_suite(void)
 	tcase_add_test(tc, test_tail_configure_beats_env);
 	tcase_add_test(tc, test_tail_env_bad_records);
 	tcase_add_loop_test(tc, test_tail_env_bad_rings, 0, (int)N_RINGS_BAD);
+	tcase_add_loop_test(tc, test_tail_env_clock, 0, (int)N_CLOCK_VALUES);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("fork");

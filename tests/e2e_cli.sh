@@ -65,6 +65,14 @@ refused "xtcd: --ship-batch 0: expected a whole number of rows from 1 to 1000000
 refused "xtcd: --ship-metrics $T/ship.txt: expected a file name ending in .prom, or none; see xtcd --help" \
 	--ship http://127.0.0.1:9/ "$DIR" --ship-metrics "$T/ship.txt"
 refused "xtcd: --ship-host applies to --ship only; see xtcd --help" --dir "$DIR" --ship-host a
+# --- the reading modes read no settings: a daemon flag with one is refused
+refused "xtcd: --max-bytes is a setting of the daemon; it does not apply to --cat, which reads the directory given to it; see xtcd --help" \
+	--cat "$DIR" --max-bytes 1G
+refused "xtcd: --verbose is a setting of the daemon; it does not apply to --report, which reads the directory given to it; see xtcd --help" \
+	--report "$DIR" -v
+refused "xtcd: --socket is a setting of the daemon; it does not apply to --follow, which reads the directory given to it; see xtcd --help" \
+	--follow "$DIR" --socket "$T/s"
+refused "xtcd: --ship-host applies to --ship only; see xtcd --help" --stats "$DIR" --ship-host a
 refused "xtcd: --max-bytes does not apply to --ship; see xtcd --help" \
 	--ship http://127.0.0.1:9/ "$DIR" --max-bytes 1G
 refused "xtcd: --json does not apply to --ship; see xtcd --help" --ship http://127.0.0.1:9/ "$DIR" --json
@@ -90,8 +98,10 @@ out=$("$XTCD" --check-config "$T/good.conf" 2>"$T/err") || fail "--check-config 
 printf 'max_bytes = 4G\n\nsync = sometimes\n' >"$T/bad.conf"
 refused "xtcd: $T/bad.conf:3: sync = sometimes: expected never, rotate, or a period in milliseconds from 1 to 3600000" \
 	--check-config "$T/bad.conf"
-refused "xtcd: $T/no-such.conf: No such file or directory; give --config an existing file" \
+refused "xtcd: --check-config $T/no-such.conf: No such file or directory; give it an existing, readable file" \
 	--check-config "$T/no-such.conf"
+refused "xtcd: $T/no-such.conf: No such file or directory; give --config an existing file" \
+	--config "$T/no-such.conf" --dir "$DIR"
 # the flags given with it are checked with it, as the daemon would merge them
 refused "xtcd: max_bytes = 4G ($T/good.conf:2) must be at least twice --segment-bytes 4G (one segment being written, one or more kept)" \
 	--check-config "$T/good.conf" --segment-bytes 4G

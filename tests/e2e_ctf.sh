@@ -141,6 +141,15 @@ check_ctf "$T/crafted.segs" crafted
 grep -q "Tracer discarded 1 event between" "$T/crafted.bt.err" ||
 	fail "the crafted record should have made babeltrace2 say \"1 event\""
 
+# A filter that matches nothing: a trace babeltrace2 reads, and one line
+# saying it holds no events.
+"$XTCD" --export ctf "$DIR" "$T/none" --pid 1 2>"$T/none.err" || fail "--export ctf --pid 1 exited $?: $(cat "$T/none.err")"
+[ "$(cat "$T/none.err")" = "xtcd: no event records matched: the ctf trace in $T/none holds its metadata and no events" ] ||
+	fail "--export ctf matching nothing said: $(cat "$T/none.err")"
+babeltrace2 "$T/none" >"$T/none.bt" 2>&1 || fail "babeltrace2 on the empty trace: $(tail -n 3 "$T/none.bt")"
+[ -s "$T/none.bt" ] && fail "babeltrace2 printed events of an empty trace: $(head -n 3 "$T/none.bt")"
+echo "ok: $(cat "$T/none.err")"
+
 # OUT must be new or empty, and given.
 for args in "--export ctf $DIR $T/ctf" "--export ctf $DIR"; do
 	"$XTCD" $args >"$T/out" 2>"$T/err"

@@ -175,8 +175,12 @@ static int read_file(struct config *c, const char *path, int must_exist, struct 
 	o->file = path;
 	xlog_debug("reading %s", path);
 	while (getline(&line, &cap, f) >= 0) {
-		char *s = trim(line);
+		char *s = line;
 
+		/* an editor's UTF-8 byte order mark is no part of the first key */
+		if (lineno == 0 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+			s += 3;
+		s = trim(s);
 		lineno++;
 		if (*s == '\0' || *s == '#')
 			continue;

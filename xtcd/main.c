@@ -346,6 +346,21 @@ static void check_ship_flags(int ship)
 	}
 }
 
+/* The reading modes take their directory as an argument and read no
+ * settings (no configuration file either): a daemon flag given with one
+ * would do nothing, so it is refused rather than ignored. */
+static void check_no_settings(const char *mode)
+{
+	for (size_t i = 0; i < settings_count; i++) {
+		if (cli.value[i] == NULL)
+			continue;
+		fprintf(stderr, "xtcd: --%s is a setting of the daemon; it does not apply to %s, "
+		        "which reads the directory given to it; see xtcd --help\n",
+		        settings_table[i].flag, mode);
+		exit(2);
+	}
+}
+
 /* One argument of --ship into the row of key, checked as its flag is. */
 static void take_ship_arg(const char *key, const char *value, const char *said)
 {
@@ -384,6 +399,15 @@ static void take_ship_args(int argc, char **argv)
 	}
 }
 
+/* The reading mode's flag, or NULL for the daemon, --status, --ship and
+ * --check-config. */
+static const char *reading_mode(const struct mode *m)
+{
+	return m->cat_dir != NULL ? "--cat" : m->follow_dir != NULL ? "--follow" :
+	       m->stats_dir != NULL ? "--stats" : m->report ? "--report" :
+	       m->export_format != NULL ? "--export" : NULL;
+}
+
 /* Check that the options make one reading mode (or none) and fit it. */
 static void check_reading_mode(int argc, char **argv, struct mode *m)
 {
@@ -415,6 +439,8 @@ static void check_reading_mode(int argc, char **argv, struct mode *m)
 	check_ship_flags(m->ship);
 	if (m->ship)
 		take_ship_args(argc, argv);
+	if (reading_mode(m) != NULL)
+		check_no_settings(reading_mode(m));
 	if (m->check_config != NULL && m->reading_opt != NULL) {
 		fprintf(stderr, "xtcd: --%s does not apply to --check-config; see xtcd --help\n",
 		        m->reading_opt);
@@ -610,6 +636,11 @@ static int check_config(const char *path)
 	char err[1024];
 	struct config c;
 
+	if (access(path, R_OK) < 0) { /* named by --check-config, not --config */
+		fprintf(stderr, "xtcd: --check-config %s: %s; give it an existing, readable file\n", path,
+		        strerror(errno));
+		return 2;
+	}
 	if (conf_build(&c, path, &cli, 0, err, sizeof err) < 0) {
 		fprintf(stderr, "xtcd: %s\n", err);
 		return 2;

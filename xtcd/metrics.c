@@ -114,6 +114,23 @@ static void latency(FILE *f)
 	        "\n", l.sum_s, l.n);
 }
 
+static void writes(FILE *f)
+{
+	struct store_write_counts w;
+
+	store_write_counts(&w);
+	family(f, "xtcd_writes_total", "counter",
+	       "Buffer writes to segments, by how: io_uring; inline (pwrite on the event loop, "
+	       "a small write with nothing in flight); pwrite (--pwrite, or no io_uring).");
+	fprintf(f, "xtcd_writes_total{path=\"io_uring\"} %" PRIu64 "\n"
+	        "xtcd_writes_total{path=\"inline\"} %" PRIu64 "\n"
+	        "xtcd_writes_total{path=\"pwrite\"} %" PRIu64 "\n",
+	        w.uring_writes, w.inline_writes, w.pwrite_writes);
+	one(f, "xtcd_inline_writes_slow_total", "counter",
+	    "Inline writes that held the event loop over 1 ms (each sends small writes back to "
+	    "io_uring for a while).", w.inline_slow);
+}
+
 static void body(FILE *f)
 {
 	struct session_totals t;
@@ -146,6 +163,7 @@ static void body(FILE *f)
 	one(f, "xtcd_disk_budget_bytes", "gauge", "The byte budget (max_bytes).", cfg.max_bytes);
 	one(f, "xtcd_segments", "gauge", "Segment files in the directory.", store_segments());
 	latency(f);
+	writes(f);
 	family(f, "xtcd_start_time_seconds", "gauge", "When xtcd started (Unix time).");
 	fprintf(f, "xtcd_start_time_seconds %.3f\n", m.start_s);
 }

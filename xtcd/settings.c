@@ -58,6 +58,10 @@ const struct setting settings_table[] = {
 	{ .key = "direct", .flag = "direct", .type = SETTING_BOOL, .flags = SETTING_RESTART,
 	  .def = "no", .off = F(direct), .arg = "BOOL",
 	  .help = "write whole 4 KiB blocks of large writes with O_DIRECT, past the page cache" },
+	{ .key = "inline_max", .flag = "inline-max", .type = SETTING_SIZE, .def = "256K",
+	  .off = F(inline_max), .example = "256K, or 0", .arg = "N",
+	  .help = "with io_uring, write a buffer of at most N bytes with pwrite on the loop when "
+	          "nothing is in flight and such writes stay under 1 ms; 0: never" },
 	{ .key = "hello_timeout_ms", .flag = "hello-timeout-ms", .type = SETTING_UINT, .min = 1,
 	  .max = 600000, .def = "5000", .off = F(hello_timeout_ms), .example = "milliseconds",
 	  .arg = "N", .help = "drop a client that sends no hello in N ms" },

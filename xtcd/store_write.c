@@ -351,6 +351,78 @@ static void write_now(struct wbuf *b)
 		sio_observe(b->submit_ns);
 }
 
+/* ---------------------------------------------------------------------
+ * Small writes inline
+ *
+ * At a low or steady rate a drain round seals one small buffer (at 1M
+ * events/s, ~135 KB a 20 ms period).  io_uring cannot write it without
+ * a thread: ext4 takes no non-blocking buffered write, so every one goes
+ * to an io-wq worker, woken on an idle core to copy bytes another core
+ * wrote, which costs more than the copy itself (bench/RESULTS.md).  So
+ * a write of at most inline_max bytes, with nothing of its file in the
+ * kernel ahead of it (the one in-order line stays: it is written, then
+ * retired like any other), is made with pwrite on the loop, as --pwrite
+ * makes every write.  A page-cache write is quick unless the kernel
+ * throttles it (dirty pages over the limit, a slow disk): one that held
+ * the loop longer than INLINE_SLOW_NS sends the writes back to io_uring
+ * for a while, so the drain is not held by the disk.  The next inline
+ * write after that while is a probe, which the kernel may hold again (a
+ * dirty-page throttle pauses a writer up to 200 ms): each slow one
+ * doubles the while, up to INLINE_HOLDOFF_MAX, and only that long
+ * without a slow one brings it back to INLINE_HOLDOFF_NS, so a disk that
+ * stays slow holds the loop a few times in its first minute and then
+ * once a minute at most.  Large writes (bursts, high rates) always go to
+ * io_uring.
+ */
+
+#define INLINE_SLOW_NS      1000000ull            /* 1 ms */
+#define INLINE_HOLDOFF_NS   1000000000ull         /* 1 s, then 2, 4, ... */
+#define INLINE_HOLDOFF_MAX  64000000000ull
+
+static struct store_write_counts counts;
+static uint64_t inline_until_ns;  /* io_uring only until then */
+static uint64_t inline_slow_ns;   /* when the last slow one ended */
+static uint64_t inline_holdoff_ns = INLINE_HOLDOFF_NS;
+
+void store_write_counts(struct store_write_counts *out)
+{
+	*out = counts;
+}
+
+/* Whether b, the last buffer handed over, is written inline. */
+static int inline_fits(const struct wbuf *b)
+{
+	if (b->len - b->done > cfg.inline_max || direct_len(b, b->off) > 0)
+		return 0;
+	for (size_t i = 0; i + 1 < store.flen; i++)
+		if (store.flight[(store.fhead + i) % NBUF]->state == BUF_INFLIGHT)
+			return 0;
+	return inline_until_ns == 0 || sio_now_ns() >= inline_until_ns;
+}
+
+/* b's write with pwrite now, timed: a slow one turns inline writes off
+ * for a while. */
+static void write_inline(struct wbuf *b)
+{
+	uint64_t t0 = sio_now_ns(), took;
+
+	write_now(b);
+	counts.inline_writes++;
+	took = sio_now_ns() - t0;
+	if (took <= INLINE_SLOW_NS) {
+		if (t0 - inline_slow_ns > INLINE_HOLDOFF_MAX)
+			inline_holdoff_ns = INLINE_HOLDOFF_NS;
+		return;
+	}
+	counts.inline_slow++;
+	inline_slow_ns = t0 + took;
+	inline_until_ns = inline_slow_ns + inline_holdoff_ns;
+	xlog("a %zu-byte write held the event loop %.1f ms; small writes go to io_uring for %.0f s",
+	     b->len, (double)took / 1e6, (double)inline_holdoff_ns / 1e9);
+	if (inline_holdoff_ns < INLINE_HOLDOFF_MAX)
+		inline_holdoff_ns *= 2;
+}
+
 /* io_uring would not take the writes: wait for those it has, then write
  * the rest (and from now on everything) with pwrite. */
 static void uring_give_up(int err)
@@ -427,8 +499,17 @@ void writer_submit_queued(void)
 			f->wend += (off_t)b->len;
 			b->submit_ns = sio_now_ns();
 		}
-		if (!store.use_uring || write_send(b) < 0)
+		if (!store.use_uring) {
+			counts.pwrite_writes++;
 			write_now(b);
+		} else if (inline_fits(b)) {
+			write_inline(b);
+		} else if (write_send(b) == 0) {
+			counts.uring_writes++;
+		} else {
+			counts.pwrite_writes++;
+			write_now(b);
+		}
 	}
 	if (store.use_uring && (err = sur_submit()) < 0 && err != -EAGAIN && err != -EBUSY)
 		uring_give_up(err);
@@ -561,7 +642,9 @@ void store_flush(void)
 {
 	store_buf_seal();
 	writer_submit_next();
-	if (store.starved && !store.use_uring && store.loop != NULL && !ev_is_active(&store.resume_w))
+	/* io_uring resumes it at a completion, if one is to come */
+	if (store.starved && (!store.use_uring || store.flen == 0) && store.loop != NULL &&
+	    !ev_is_active(&store.resume_w))
 		ev_idle_start(store.loop, &store.resume_w);
 }
 

@@ -50,6 +50,7 @@ struct config {
 	unsigned    priority_boost; /* the event loop at nice -N (prio.c); 0: as started */
 	int         force_pwrite;
 	int         direct;        /* O_DIRECT writes of whole blocks where the filesystem takes them */
+	uint64_t    inline_max;    /* io_uring: small writes inline with pwrite (store_write.c) */
 	int         sync;          /* enum sync_policy */
 	unsigned    sync_ms;
 	unsigned    hello_timeout_ms;
@@ -174,6 +175,13 @@ struct store_lat {
 	double   sum_s;
 };
 void store_write_latency(struct store_lat *out);
+/* Buffer writes by how they were made since start: with io_uring, with
+ * pwrite on the loop because small (inline), and with pwrite otherwise
+ * (--pwrite, no io_uring); inline ones that held the loop past the bound. */
+struct store_write_counts {
+	uint64_t uring_writes, inline_writes, pwrite_writes, inline_slow;
+};
+void store_write_counts(struct store_write_counts *out);
 /* Apply changed budget and sync settings (SIGHUP). */
 void store_reconfigure(void);
 

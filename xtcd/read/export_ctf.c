@@ -436,6 +436,11 @@ int export_ctf(struct export *x, const char *dir, const char *out_dir)
 		return c.err;
 	if (status < 0)
 		return status;
+	if (c.events == 0) {
+		fprintf(stderr, "xtcd: no event records matched: the ctf trace in %s holds its metadata "
+		        "and no events\n", out_dir);
+		return status;
+	}
 	fprintf(stderr, "xtcd: --export ctf: %" PRIu64 " events in %zu streams (%" PRIu64
 	        " packets) in %s; %" PRIu64 " drops (%" PRIu64 " records) as discarded-event "
 	        "counts%s\n", c.events, c.n, c.packets, out_dir, c.drops, c.dropped,
