@@ -75,4 +75,37 @@ grep -q "SESSION .* END reason=detached produced=500" "$T/follow.out" ||
 	fail "--follow stayed on segment $newest (torn by the crash, a short file after it): $(tail -n 2 "$T/follow.out")"
 stop_xtcd
 echo "ok: --follow goes on past a crashed xtcd's segment and the short file after it"
+
+# --- xtcd killed mid-segment, and nothing under the next name (the
+# successor's first segment deleted by hand), while a later segment
+# exists: --follow must notice the later one (it lists the directory
+# while the torn segment does not grow) and go on to it, saying the
+# missing number is a gap
+rm -rf "$DIR" && mkdir -p "$DIR"
+start_xtcd
+"$LOADGEN" 1 1000 0 60000 >"$T/lg4.out" 2>&1 &
+lg=$!
+wait_log "xtc-loadgen) uid" 10
+sleep 0.3
+kill -9 "$XTCD_PID"; wait "$XTCD_PID" 2>/dev/null; XTCD_PID=
+kill -9 "$lg"; wait "$lg" 2>/dev/null
+torn=$(ls "$DIR" | sed -n 's/^xtc-0*\([0-9][0-9]*\)\.seg$/\1/p' | sort -n | tail -n 1)
+start_xtcd
+stop_xtcd
+[ -f "$DIR/$(name $((torn + 1)))" ] || fail "the restarted xtcd wrote no segment $((torn + 1))"
+start_xtcd
+"$LOADGEN" 1 500 0 0 >"$T/lg5.out" 2>&1 || fail "xtc-loadgen after the second restart exited $?"
+wait_log "produced 500, written 500" 10
+[ -f "$DIR/$(name $((torn + 2)))" ] || fail "the second restart wrote no segment $((torn + 2))"
+rm -f "$DIR/$(name $((torn + 1)))"
+"$XTCD" --follow "$DIR" -n all >"$T/follow2.out" 2>"$T/follow2.err" &
+f=$!
+for _ in $(seq 1 500); do grep -q "SESSION .* END reason=detached produced=500" "$T/follow2.out" && break; sleep 0.02; done
+kill -INT $f; wait $f
+grep -q "SESSION .* END reason=detached produced=500" "$T/follow2.out" ||
+	fail "--follow stayed on segment $torn (torn by the crash, nothing under the next name, segment $((torn + 2)) after): $(tail -n 2 "$T/follow2.out")"
+grep -q "segment $((torn + 1)) was deleted .*continuing with segment $((torn + 2))" "$T/follow2.err" ||
+	fail "--follow did not tell the missing segment $((torn + 1)) as a gap: $(cat "$T/follow2.err")"
+stop_xtcd
+echo "ok: --follow goes on past a crashed xtcd's segment with nothing under the next name"
 echo "PASS"

@@ -24,7 +24,9 @@
  * It never blocks xtcd: files are opened read-only, briefly, and never
  * locked.  It waits in ppoll(2) on an inotify watch of DIR (IN_MODIFY,
  * IN_CREATE, IN_MOVED_TO, IN_DELETE), so it uses no CPU while nothing
- * happens; where inotify is unavailable (or XTCD_FOLLOW_POLL_MS is set) it
+ * happens (but for one more look a second after the segment it reads
+ * stopped growing, when nothing is under the next segment's name: see
+ * walk.h); where inotify is unavailable (or XTCD_FOLLOW_POLL_MS is set) it
  * looks every 200 ms (or that many ms) instead.
  *
  * -n N counts the records that would be printed (after the filters, with
@@ -389,14 +391,15 @@ static void drain_inotify(struct follow *fw)
 }
 
 /*
- * Sleep until DIR changes, the poll interval passes, a signal comes or the
- * output closes.  SIGINT/SIGTERM are blocked between the check of the
+ * Sleep until DIR changes, the poll interval (or the walk's recheck)
+ * passes, a signal comes or the output closes.  SIGINT/SIGTERM are blocked between the check of the
  * flag and ppoll, which unblocks them atomically: no lost wakeup.
  */
 static void wait_change(struct follow *fw)
 {
 	struct pollfd p[2];
 	struct timespec ts = { fw->poll_ms / 1000, (long)(fw->poll_ms % 1000) * 1000000L };
+	struct timespec recheck = { WALK_RECHECK_MS / 1000, (long)(WALK_RECHECK_MS % 1000) * 1000000L };
 	sigset_t block, old;
 	nfds_t n = 0;
 	int in = -1, out = -1;
@@ -414,7 +417,7 @@ static void wait_change(struct follow *fw)
 	sigaddset(&block, SIGTERM);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	if (!walk_stop &&
-	    ppoll(p, n, fw->ifd >= 0 ? NULL : &ts, &old) > 0) {
+	    ppoll(p, n, fw->ifd < 0 ? &ts : fw->w.recheck ? &recheck : NULL, &old) > 0) {
 		if (out >= 0 && (p[out].revents & (POLLERR | POLLHUP)))
 			fw->end = END_OUTPUT_CLOSED;
 		if (in >= 0 && (p[in].revents & POLLIN))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/seg/seg.h"
@@ -22,6 +23,8 @@
 
 #define FILE_HDR    ((off_t)sizeof(struct xtc_seg_file_hdr))
 #define WALK_REWIND ((off_t)1 << 20) /* xtcd's write buffer (xtcd/store_buf.h) */
+#define WALK_LIST_NS ((uint64_t)WALK_RECHECK_MS * 1000000u) /* at most one listing past a
+                                                             * missing name in this */
 
 volatile sig_atomic_t walk_stop;
 
@@ -104,23 +107,52 @@ static uint64_t oldest_begun_above(const struct walk *w)
 	return found;
 }
 
+/* Whether a second has passed since the last listing past a missing
+ * name (then it is due now, and counted as done). */
+static int listing_due(struct walk *w)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (w->listed_ns && now - w->listed_ns < WALK_LIST_NS)
+		return 0;
+	w->listed_ns = now;
+	return 1;
+}
+
 /* Whether a segment newer than the current one has its header on disk,
  * and which (*next): the next number, or, when something that is not a
  * segment (yet) sits under that name, the oldest begun one above: a file
  * shorter than a header that a crashed xtcd left there, which its
  * successor numbers past, must not hold the walk on the current segment
- * for good.  Nothing under the next name: xtcd has not rotated. */
-static int newer_begun(const struct walk *w, uint64_t *next)
+ * for good.  Nothing under the next name: xtcd has not rotated, or it was
+ * killed and the next file deleted by hand while its successor went on
+ * above; only a listing tells, so one is made while the segment does not
+ * grow (idle), at most once a second (until then the walk owes it:
+ * recheck), and what it finds sets *gone: the numbers before it are
+ * missing. */
+static int newer_begun(struct walk *w, int idle, uint64_t *next, int *gone)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
+	*gone = 0;
 	*next = w->seq + 1;
 	if (seg_begun(w->dir, *next))
 		return 1;
-	if (seg_path(path, sizeof(path), w->dir, *next) >= (int)sizeof(path) ||
-	    stat(path, &st) < 0)
+	if (seg_path(path, sizeof(path), w->dir, *next) >= (int)sizeof(path))
 		return 0;
+	if (stat(path, &st) == 0)
+		return (*next = oldest_begun_above(w)) != 0;
+	if (errno != ENOENT)
+		return 0;
+	if (!idle || !listing_due(w)) {
+		w->recheck = 1;
+		return 0;
+	}
+	*gone = 1;
 	return (*next = oldest_begun_above(w)) != 0;
 }
 
@@ -266,12 +298,15 @@ static int read_once(struct walk *w, enum segread_tail tail, int *ret)
 int walk_step(struct walk *w)
 {
 	uint64_t newer;
-	int ret;
+	off_t was;
+	int ret, gone;
 
+	w->recheck = 0;
 	if (!w->have_seq && (ret = find_first(w)) <= 0)
 		return ret;
 	if (w->seg_done)
 		return advance(w);
+	was = w->off;
 	if (!read_once(w, SEGREAD_TAIL_QUIET, &ret))
 		return ret;
 	if (w->seg_done)
@@ -283,7 +318,7 @@ int walk_step(struct walk *w)
 	 * read error or a file that shrank under us ends the segment the same
 	 * way, once a newer one exists.
 	 */
-	if (!newer_begun(w, &newer))
+	if (!newer_begun(w, w->off == was, &newer, &gone))
 		return 0;
 	if (ret == 0) {
 		if (!read_once(w, SEGREAD_TAIL_CORRUPT, &ret))
@@ -291,6 +326,8 @@ int walk_step(struct walk *w)
 		if (w->seg_done)
 			return advance(w);
 	}
+	if (gone && newer > w->seq + 1)
+		gap(w, w->seq + 1, 0, newer - 1, newer);
 	walk_seg_end(w, newer);
 	return advance(w);
 }

@@ -11,7 +11,12 @@
  *     next one.  Without one (xtcd was killed), it is finished once a
  *     newer segment has its file header on disk: xtcd writes in order, so
  *     nothing more will come, and it is read a last time with what is left
- *     after the last valid block reported as corrupt.
+ *     after the last valid block reported as corrupt.  The newer segment
+ *     is the next number, or the oldest begun one above when something
+ *     that is not a segment sits under that name, or, with nothing under
+ *     it (deleted by hand), when a listing of the directory finds one: at
+ *     most once a second, and only while the segment does not grow, the
+ *     numbers between are then a gap.
  *   - A segment shorter than the position was cut back by xtcd after a
  *     failed write: the walk goes on from its last valid block, or, if
  *     it rewinds, from far enough back that no block appended after the
@@ -65,7 +70,15 @@ struct walk {
 	uint64_t next_seq;        /* what comes after it (0: not known) */
 	uint64_t floor;           /* !have_seq: wait for a segment above this */
 	int      rewind;          /* after a cut back, read again rather than skip */
+	uint64_t listed_ns;       /* when it last listed the directory past a
+	                           * missing next name (monotonic; 0: never) */
+	int      recheck;         /* the last step owes such a listing, which no
+	                           * change in the directory may prompt: a caller
+	                           * that waits for changes steps again within
+	                           * WALK_RECHECK_MS all the same */
 };
+
+#define WALK_RECHECK_MS 1000
 
 /* A walk of dir that starts at its oldest segment. */
 void walk_init(struct walk *w, const char *dir, const struct walk_ops *ops, void *user);

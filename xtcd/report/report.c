@@ -743,9 +743,9 @@ static void report_free(struct report *rep)
 	report_chain_free(rep);
 	report_adapter_free(rep);
 	free(rep->f);
-	free(rep->win_lat[0]);
-	free(rep->win_lat[1]);
-	free(rep->all_lat);
+	rp_hist_free(&rep->win_lat[0]);
+	rp_hist_free(&rep->win_lat[1]);
+	rp_hist_free(&rep->all_lat);
 	segread_close(rep->r);
 }
 
@@ -767,14 +767,6 @@ int xtcd_report(const char *dir, const struct read_opts *ro, const struct report
 	rep.sess_filter.pid = ro->filter.pid;
 	rep.filtered = filter_active(&ro->filter);
 	rep.sess_filtered = filter_active(&rep.sess_filter);
-	rep.win_lat[0] = calloc(1, sizeof(struct rp_hist));
-	rep.win_lat[1] = calloc(1, sizeof(struct rp_hist));
-	rep.all_lat = calloc(1, sizeof(struct rp_hist));
-	if (!rep.win_lat[0] || !rep.win_lat[1] || !rep.all_lat) {
-		fprintf(stderr, "xtcd: %s: %s\n", o->flags, strerror(ENOMEM));
-		report_free(&rep);
-		return 2;
-	}
 	if (view_open(&rep.r, dir, report_item_cb, report_problem_cb, &rep) < 0) {
 		report_free(&rep);
 		return 2;

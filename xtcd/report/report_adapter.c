@@ -73,7 +73,7 @@ struct ra_key {
 	uint64_t sess;
 	uint32_t wkind, fd, cbno;
 	uint64_t n, total, max;
-	struct rp_hist *h;
+	struct rp_hist h;
 };
 
 struct ra_slow {
@@ -90,7 +90,7 @@ struct rp_adapter {
 	struct rp_map key_map;
 	struct ra_slow slow[RA_TOP];
 	size_t nslow;
-	struct rp_hist *hol;
+	struct rp_hist hol;
 	uint64_t fn_addr[RA_FN_MAX], fn_off[RA_FN_MAX];
 	uint64_t fn_sess[RA_FN_MAX];
 	uint64_t uring_events;
@@ -99,10 +99,6 @@ struct rp_adapter {
 static struct rp_adapter *ra_get(struct report *rep)
 {
 	if (!rep->adapter && !(rep->adapter = calloc(1, sizeof(*rep->adapter)))) {
-		report_oom(rep);
-		return NULL;
-	}
-	if (!rep->adapter->hol && !(rep->adapter->hol = calloc(1, sizeof(struct rp_hist)))) {
 		report_oom(rep);
 		return NULL;
 	}
@@ -155,10 +151,6 @@ static struct ra_key *ra_key(struct report *rep, struct rp_adapter *a, uint64_t 
 	}
 	k = &a->keys[a->nkeys];
 	memset(k, 0, sizeof(*k));
-	if (!(k->h = calloc(1, sizeof(*k->h)))) {
-		report_oom(rep);
-		return NULL;
-	}
 	*v = (uint32_t)a->nkeys++;
 	k->sess = sess;
 	k->wkind = wkind;
@@ -204,7 +196,8 @@ static void ra_cb_end(struct report *rep, struct rp_adapter *a, struct rp_sess *
 	k->total += e->detail;
 	if (e->detail > k->max)
 		k->max = e->detail;
-	rp_hist_add(k->h, e->detail);
+	if (rp_hist_add(&k->h, e->detail) < 0)
+		report_oom(rep);
 	c.sess = s->id;
 	c.t = e->t;
 	c.took = e->detail;
@@ -299,8 +292,8 @@ void report_adapter_event(struct report *rep, struct rp_sess *s, const struct rp
 	case XTC_TAIL_CB_BEGIN:
 		if (l->nopen < RA_OPEN_MAX)
 			l->open[l->nopen++] = (struct ra_open){ e->pid.gen, e->t, e->detail };
-		if (e->detail)
-			rp_hist_add(a->hol, e->detail);
+		if (e->detail && rp_hist_add(&a->hol, e->detail) < 0)
+			report_oom(rep);
 		break;
 	case XTC_TAIL_CB_END:
 		ra_cb_end(rep, a, s, l, e);
@@ -434,12 +427,12 @@ static void ra_loops_text(struct report *rep, struct rp_adapter *a)
 		        pct(blocked, span), pct(l->dispatch_ns, span), l->cbs,
 		        l->dispatches ? (double)l->pending / (double)l->dispatches : 0.0, st);
 	}
-	if (a->hol->n)
+	if (a->hol.n)
 		fprintf(rep->out, "  head-of-line delay (a callback's start after its loop woke): "
 		        "p50 %s, p99 %s, max %s, %" PRIu64 " callbacks\n",
-		        print_duration(hp50, sizeof(hp50), rp_hist_quantile(a->hol, 0.5)),
-		        print_duration(hp99, sizeof(hp99), rp_hist_quantile(a->hol, 0.99)),
-		        print_duration(b, sizeof(b), a->hol->max), a->hol->n);
+		        print_duration(hp50, sizeof(hp50), rp_hist_quantile(&a->hol, 0.5)),
+		        print_duration(hp99, sizeof(hp99), rp_hist_quantile(&a->hol, 0.99)),
+		        print_duration(b, sizeof(b), a->hol.max), a->hol.n);
 }
 
 static void ra_cbs_text(struct report *rep, struct rp_adapter *a)
@@ -472,8 +465,8 @@ static void ra_cbs_text(struct report *rep, struct rp_adapter *a)
 			snprintf(fn, sizeof(fn), "-");
 		fprintf(rep->out, "    %-20s %9" PRIu64 " %10s %10s %10s %11s  %s\n",
 		        ra_watcher(w, sizeof(w), k->wkind, k->fd, k->cbno), k->n,
-		        print_duration(p50, sizeof(p50), rp_hist_quantile(k->h, 0.5)),
-		        print_duration(p99, sizeof(p99), rp_hist_quantile(k->h, 0.99)),
+		        print_duration(p50, sizeof(p50), rp_hist_quantile(&k->h, 0.5)),
+		        print_duration(p99, sizeof(p99), rp_hist_quantile(&k->h, 0.99)),
 		        print_duration(mx, sizeof(mx), k->max),
 		        print_duration(tot, sizeof(tot), k->total), fn);
 	}
@@ -565,7 +558,7 @@ void report_adapter_json(struct report *rep)
 		        ",\"p99_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"total_ns\":%" PRIu64 "}\n",
 		        k->sess, print_watcher_name(k->wkind),
 		        k->fd >= XTC_TAIL_CB_NOFD - 1 ? -1LL : (long long)k->fd, k->cbno, k->n,
-		        rp_hist_quantile(k->h, 0.5), rp_hist_quantile(k->h, 0.99), k->max, k->total);
+		        rp_hist_quantile(&k->h, 0.5), rp_hist_quantile(&k->h, 0.99), k->max, k->total);
 	}
 }
 
@@ -580,12 +573,12 @@ void report_adapter_free(struct report *rep)
 		free(a->loops[i].cnt);
 	}
 	for (size_t i = 0; i < a->nkeys; i++)
-		free(a->keys[i].h);
+		rp_hist_free(&a->keys[i].h);
 	rp_map_free(&a->loop_map);
 	rp_map_free(&a->key_map);
 	free(a->loops);
 	free(a->keys);
-	free(a->hol);
+	rp_hist_free(&a->hol);
 	free(a);
 	rep->adapter = NULL;
 }

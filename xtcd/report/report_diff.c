@@ -126,10 +126,10 @@ static void diff_latency(struct report *rep, struct dtab *t)
 		snprintf(key, sizeof(key), "wake-to-run latency %s", qs[i].name);
 		if (!(r = row_add(t, DM_LATENCY, key)))
 			return;
-		r->a_none = !rep->win_lat[0]->n;
-		r->b_none = !rep->win_lat[1]->n;
-		r->a = (double)rp_hist_quantile(rep->win_lat[0], qs[i].q);
-		r->b = (double)rp_hist_quantile(rep->win_lat[1], qs[i].q);
+		r->a_none = !rep->win_lat[0].n;
+		r->b_none = !rep->win_lat[1].n;
+		r->a = (double)rp_hist_quantile(&rep->win_lat[0], qs[i].q);
+		r->b = (double)rp_hist_quantile(&rep->win_lat[1], qs[i].q);
 		r->score = r->a_none || r->b_none ? 0 : ratio_score(r->a, r->b, 1000.0);
 	}
 }

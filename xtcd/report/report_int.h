@@ -16,7 +16,8 @@
  *   report_flows.c    the chains as --export chrome's flow arrows
  *   report_svg.c      --svg
  *   report_diff.c     --diff A B
- *   report_util.c     hash map, histogram, time and number formatting
+ *   report_util.c     hash map, histogram, timeline lanes, time and number
+ *                     formatting
  *   report_adapter.c  what the libev and liburing adapters recorded
  *
  * Times are wall-clock ns (the session's anchor applied to the monotonic
@@ -78,19 +79,50 @@ void rp_map_free(struct rp_map *m);
 int rp_grow(void *pp, size_t *cap, size_t need, size_t elem);
 
 /* A log-linear histogram: exact below 32, then 32 buckets per power of
- * two (about 3% resolution), up to 2^64. */
-#define RP_HIST_SUB 32
-#define RP_HIST_N   (RP_HIST_SUB + 59 * RP_HIST_SUB)
+ * two (about 3% resolution), up to 2^64.  The buckets come in RP_HIST_RUNS
+ * runs of RP_HIST_SUB, each allocated when a value first lands in it (and
+ * the table of runs with the first value), so that a histogram of a few
+ * values holds a few runs, not every bucket: a session or loop with one
+ * record must not cost what a busy one does. */
+#define RP_HIST_SUB  32
+#define RP_HIST_RUNS 60
+#define RP_HIST_N    (RP_HIST_SUB * RP_HIST_RUNS)
 struct rp_hist {
 	uint64_t n, sum, max, min;
-	uint64_t b[RP_HIST_N];
+	uint64_t **run;             /* NULL: no value yet; run[k] NULL: none there */
 };
 
-void rp_hist_add(struct rp_hist *h, uint64_t v);
+/* Count v; 0, or -ENOMEM (then v is not counted). */
+int rp_hist_add(struct rp_hist *h, uint64_t v);
+/* The count in bucket i. */
+uint64_t rp_hist_count(const struct rp_hist *h, unsigned i);
 /* The value at quantile q (0..1): the top of its bucket, at most max. */
 uint64_t rp_hist_quantile(const struct rp_hist *h, double q);
 /* The lowest value of bucket i. */
 uint64_t rp_hist_low(unsigned i);
+void rp_hist_free(struct rp_hist *h);
+
+/* A loop's lanes on the report's timeline of RP_TL_BINS bins: per bin its
+ * records, busy ns and idle polls.  The bins come in chunks of
+ * RP_TL_CHUNK, each allocated when first added to (and the table of
+ * chunks with the first), so that a loop that recorded a little for a
+ * short while holds a chunk, not every bin. */
+enum { RP_LANE_EV, RP_LANE_BUSY, RP_LANE_POLLS, RP_LANES };
+#define RP_TL_CHUNK 32
+struct rp_tl_bin {
+	uint64_t v[RP_LANES];
+};
+struct rp_tl {
+	struct rp_tl_bin **chunk;   /* RP_TL_BINS / RP_TL_CHUNK; NULL: all zero */
+};
+
+/* Add v to lane of bin; 0, or -ENOMEM (then nothing is added). */
+int rp_tl_add(struct rp_tl *tl, size_t bin, unsigned lane, uint64_t v);
+uint64_t rp_tl_get(const struct rp_tl *tl, size_t bin, unsigned lane);
+/* Halve the resolution: bins 2i and 2i+1 become bin i, the upper half
+ * reads zero. */
+void rp_tl_fold(struct rp_tl *tl);
+void rp_tl_free(struct rp_tl *tl);
 
 /* Times, durations, loops and procs as text: xtcd/read/print.h. */
 struct report;
@@ -164,11 +196,11 @@ struct rp_loop {
 	uint64_t busy_ns, view_busy_ns;
 	uint64_t win_events[2], win_busy[2];
 	/* latency (RUN detail) of its procs, in view */
-	struct rp_hist *lat;
+	struct rp_hist lat;
 	/* messages */
 	uint64_t send_n, recv_n;
-	/* timeline lane: events, busy ns, idle polls per bin */
-	uint64_t *tl_ev, *tl_busy, *tl_polls;
+	/* timeline lanes: records, busy ns, idle polls per bin */
+	struct rp_tl tl;
 };
 
 #define RP_REAP0_KEEP 4096
@@ -209,7 +241,7 @@ struct rp_sess {
 	struct rp_loop *loops;
 	size_t   nloops, loops_cap, last_loop;
 	/* latency and messages (in view) */
-	struct rp_hist *lat;
+	struct rp_hist lat;
 	struct rp_worst worst[RP_WORST];
 	size_t   nworst;
 	uint64_t send_n, send_b, recv_n, recv_b, mbox_n;
@@ -366,11 +398,11 @@ struct report {
 	uint64_t tl_t0, tl_width;
 	int      tl_started;
 	/* --diff */
-	struct rp_hist *win_lat[2];
+	struct rp_hist win_lat[2];
 	uint64_t win_kinds[2][RP_NKINDS + 1];
 	uint64_t win_events[2];
 	/* latency over every session, for the SVG */
-	struct rp_hist *all_lat;
+	struct rp_hist all_lat;
 	/* the adapters' loops, callbacks and rings (report_adapter.c) */
 	struct rp_adapter *adapter;
 };
@@ -436,6 +468,9 @@ void report_loops_event(struct report *rep, struct rp_sess *s, struct rp_loop *l
 void report_loops_busy(struct report *rep, struct rp_sess *s, uint32_t loop, uint64_t from,
                        uint64_t to);
 void report_loops_finish(struct report *rep, struct rp_sess *s);
+/* The sum of lane of l over [from, to), bins cut in proportion. */
+double report_tl_sum(const struct report *rep, const struct rp_loop *l, unsigned lane,
+                     uint64_t from, uint64_t to);
 void report_loops_text(struct report *rep);
 void report_loops_json(struct report *rep);
 

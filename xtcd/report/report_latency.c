@@ -60,15 +60,16 @@ void report_lat_event(struct report *rep, struct rp_sess *s, struct rp_loop *l,
 	if (e->kind == XTC_TAIL_RUN) {
 		for (int w = 0; w < 2; w++)
 			if (e->view & (RP_VIEW_A << w))
-				rp_hist_add(rep->win_lat[w], e->detail);
+				if (rp_hist_add(&rep->win_lat[w], e->detail) < 0)
+					report_oom(rep);
 	}
 	if (!(e->view & RP_VIEW_MAIN))
 		return;
 	switch (e->kind) {
 	case XTC_TAIL_RUN:
-		rp_hist_add(s->lat, e->detail);
-		rp_hist_add(l->lat, e->detail);
-		rp_hist_add(rep->all_lat, e->detail);
+		if (rp_hist_add(&s->lat, e->detail) < 0 || rp_hist_add(&l->lat, e->detail) < 0 ||
+		    rp_hist_add(&rep->all_lat, e->detail) < 0)
+			report_oom(rep);
 		worst_add(s, e);
 		break;
 	case XTC_TAIL_MBOX_HWM:
@@ -161,7 +162,7 @@ static void text_sess(struct report *rep, struct rp_sess *s)
 	long n;
 
 	fprintf(rep->out, "  session %" PRIu64 " (%s pid %" PRIu32 ")\n", s->id, s->comm, s->os_pid);
-	if (!s->lat->n) {
+	if (!s->lat.n) {
 		fprintf(rep->out, "    no data: no RUN records (nothing was woken and run in the "
 		        "window, or the SCHED source is off)\n");
 	} else {
@@ -169,10 +170,10 @@ static void text_sess(struct report *rep, struct rp_sess *s)
 		for (size_t q = 0; q < NQ; q++)
 			fprintf(rep->out, " %10s", quantiles[q].name);
 		fprintf(rep->out, " %10s\n", "MAX");
-		text_row(rep, "all", s->lat);
+		text_row(rep, "all", &s->lat);
 		for (size_t i = 0; s->nloops > 1 && i < s->nloops; i++)
-			if (s->loops[i].lat->n)
-				text_row(rep, print_loop(lb, sizeof(lb), s->loops[i].loop), s->loops[i].lat);
+			if (s->loops[i].lat.n)
+				text_row(rep, print_loop(lb, sizeof(lb), s->loops[i].loop), &s->loops[i].lat);
 		fprintf(rep->out, "    worst:");
 		for (size_t i = 0; i < s->nworst; i++)
 			fprintf(rep->out, "%s %s proc %s (loop %s) at %s", i ? ";" : "",
@@ -239,9 +240,9 @@ void report_lat_json(struct report *rep)
 
 		if (!s->view_events)
 			continue;
-		json_hist(rep, s, NULL, s->lat);
+		json_hist(rep, s, NULL, &s->lat);
 		for (size_t k = 0; k < s->nloops; k++)
-			json_hist(rep, s, &s->loops[k], s->loops[k].lat);
+			json_hist(rep, s, &s->loops[k], &s->loops[k].lat);
 		for (size_t k = 0; k < s->nworst; k++)
 			fprintf(rep->out, "{\"type\":\"latency_worst\",\"session\":%" PRIu64 ",\"rank\":%zu"
 			        ",\"latency_ns\":%" PRIu64 ",\"proc\":\"%s\",\"loop\":%lld,\"real_ns\":%"

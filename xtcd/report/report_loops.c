@@ -53,19 +53,9 @@
 /* Halve every lane's resolution. */
 static void tl_fold(struct report *rep)
 {
-	for (size_t i = 0; i < rep->nsess; i++) {
-		struct rp_sess *s = rep->sess[i];
-
-		for (size_t k = 0; k < s->nloops; k++) {
-			uint64_t *lanes[3] = { s->loops[k].tl_ev, s->loops[k].tl_busy, s->loops[k].tl_polls };
-
-			for (int a = 0; a < 3; a++) {
-				for (size_t b = 0; b < RP_TL_BINS / 2; b++)
-					lanes[a][b] = lanes[a][2 * b] + lanes[a][2 * b + 1];
-				memset(lanes[a] + RP_TL_BINS / 2, 0, RP_TL_BINS / 2 * sizeof(uint64_t));
-			}
-		}
-	}
+	for (size_t i = 0; i < rep->nsess; i++)
+		for (size_t k = 0; k < rep->sess[i]->nloops; k++)
+			rp_tl_fold(&rep->sess[i]->loops[k].tl);
 	rep->tl_width *= 2;
 }
 
@@ -79,6 +69,29 @@ static size_t tl_bin(struct report *rep, uint64_t t)
 	while ((idx = (t - rep->tl_t0) / rep->tl_width) >= RP_TL_BINS)
 		tl_fold(rep);
 	return (size_t)idx;
+}
+
+/* The sum of a lane over [from, to): only the bins it overlaps, each cut
+ * in proportion to the overlap. */
+double report_tl_sum(const struct report *rep, const struct rp_loop *l, unsigned lane,
+                     uint64_t from, uint64_t to)
+{
+	double sum = 0;
+	size_t i0, i1;
+
+	if (to <= rep->tl_t0 || !rep->tl_width)
+		return 0;
+	i0 = from > rep->tl_t0 ? (size_t)((from - rep->tl_t0) / rep->tl_width) : 0;
+	i1 = (size_t)((to - 1 - rep->tl_t0) / rep->tl_width);
+	for (size_t i = i0; i <= i1 && i < RP_TL_BINS; i++) {
+		uint64_t lo = rep->tl_t0 + i * rep->tl_width, hi = lo + rep->tl_width;
+		uint64_t x = from > lo ? from : lo, y = to < hi ? to : hi;
+		uint64_t v = rp_tl_get(&l->tl, i, lane);
+
+		if (y > x && v)
+			sum += (double)v * (double)(y - x) / (double)rep->tl_width;
+	}
+	return sum;
 }
 
 /* Add a running interval [from, to) of a proc of loop. */
@@ -118,8 +131,10 @@ void report_loops_busy(struct report *rep, struct rp_sess *s, uint32_t loop, uin
 		uint64_t lo = rep->tl_t0 + i * rep->tl_width, hi = lo + rep->tl_width;
 		uint64_t x = from > lo ? from : lo, y = to < hi ? to : hi;
 
-		if (y > x)
-			l->tl_busy[i] += y - x;
+		if (y > x && rp_tl_add(&l->tl, i, RP_LANE_BUSY, y - x) < 0) {
+			report_oom(rep);
+			return;
+		}
 	}
 }
 
@@ -282,9 +297,9 @@ void report_loops_event(struct report *rep, struct rp_sess *s, struct rp_loop *l
 	if (view && rep->tl_started) {
 		size_t b = tl_bin(rep, e->t);
 
-		l->tl_ev[b]++;
-		if (e->kind == XTC_TAIL_LOOP_POLL)
-			l->tl_polls[b]++;
+		if (rp_tl_add(&l->tl, b, RP_LANE_EV, 1) < 0 ||
+		    (e->kind == XTC_TAIL_LOOP_POLL && rp_tl_add(&l->tl, b, RP_LANE_POLLS, 1) < 0))
+			report_oom(rep);
 	}
 }
 
@@ -336,14 +351,7 @@ static void loop_slices(const struct report *rep, const struct rp_loop *l, uint6
 		pct[k] = -1;
 		if (b <= a || !l->view_busy_ns || !rep->tl_width)
 			continue;
-		for (size_t i = 0; i < RP_TL_BINS; i++) {
-			uint64_t lo = rep->tl_t0 + i * rep->tl_width, hi = lo + rep->tl_width;
-			uint64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
-
-			if (y > x && l->tl_busy[i])
-				busy += (double)l->tl_busy[i] * (double)(y - x) / (double)rep->tl_width;
-		}
-		busy = busy * 100.0 / (double)(b - a);
+		busy = report_tl_sum(rep, l, RP_LANE_BUSY, a, b) * 100.0 / (double)(b - a);
 		pct[k] = busy > 100.0 ? 100 : (int)(busy + 0.5);
 	}
 }

@@ -44,9 +44,7 @@ struct rp_sess *report_sess(struct report *rep, uint64_t id)
 	}
 	if (rp_grow(&rep->sess, &rep->sess_cap, rep->nsess + 1, sizeof(*rep->sess)) < 0 ||
 	    idmap_put(&rep->sess_index, id, rep->nsess) < 0 ||
-	    !(s = calloc(1, sizeof(*s))) || !(s->lat = calloc(1, sizeof(*s->lat)))) {
-		if (s)
-			free(s);
+	    !(s = calloc(1, sizeof(*s)))) {
 		report_oom(rep);
 		return NULL;
 	}
@@ -64,10 +62,8 @@ struct rp_sess *report_sess(struct report *rep, uint64_t id)
 static void loop_free(struct rp_loop *l)
 {
 	free(l->reap0_t);
-	free(l->lat);
-	free(l->tl_ev);
-	free(l->tl_busy);
-	free(l->tl_polls);
+	rp_hist_free(&l->lat);
+	rp_tl_free(&l->tl);
 }
 
 /* The loop of a session, created if new; NULL on -ENOMEM. */
@@ -90,15 +86,6 @@ struct rp_loop *report_loop(struct report *rep, struct rp_sess *s, uint32_t loop
 	l = &s->loops[s->nloops];
 	memset(l, 0, sizeof(*l));
 	l->loop = loop;
-	l->tl_ev = calloc(RP_TL_BINS, sizeof(*l->tl_ev));
-	l->tl_busy = calloc(RP_TL_BINS, sizeof(*l->tl_busy));
-	l->tl_polls = calloc(RP_TL_BINS, sizeof(*l->tl_polls));
-	l->lat = calloc(1, sizeof(*l->lat));
-	if (!l->tl_ev || !l->tl_busy || !l->tl_polls || !l->lat) {
-		loop_free(l);
-		report_oom(rep);
-		return NULL;
-	}
 	s->last_loop = s->nloops;
 	return &s->loops[s->nloops++];
 }
@@ -202,7 +189,7 @@ void report_model_free(struct report *rep)
 		free(s->heap);
 		free(s->drops);
 		free(s->loops);
-		free(s->lat);
+		rp_hist_free(&s->lat);
 		free(s->proc_ids);
 		free(s->chain_ids);
 		free(s->gap_ids);

@@ -81,26 +81,6 @@ struct lane {
 	double y;
 };
 
-/* Sum of lane array a over [from, to) (bins cut proportionally). */
-static double lane_sum(const struct report *rep, const uint64_t *a, uint64_t from, uint64_t to)
-{
-	double sum = 0;
-	size_t i0, i1;
-
-	if (to <= rep->tl_t0 || !rep->tl_width)
-		return 0;
-	i0 = from > rep->tl_t0 ? (size_t)((from - rep->tl_t0) / rep->tl_width) : 0;
-	i1 = (size_t)((to - 1 - rep->tl_t0) / rep->tl_width);
-	for (size_t i = i0; i <= i1 && i < RP_TL_BINS; i++) {
-		uint64_t lo = rep->tl_t0 + i * rep->tl_width, hi = lo + rep->tl_width;
-		uint64_t x = from > lo ? from : lo, y = to < hi ? to : hi;
-
-		if (y > x && a[i])
-			sum += (double)a[i] * (double)(y - x) / (double)rep->tl_width;
-	}
-	return sum;
-}
-
 /* Where column c of COLS starts, in ns: with 128 bits, since a span may
  * be close to 2^64 ns. */
 static uint64_t col_at(const struct frame *fr, int c)
@@ -124,7 +104,7 @@ static void draw_lane(FILE *f, const struct report *rep, const struct frame *fr,
 	for (int c = 0; c < COLS; c++) {
 		uint64_t a = col_at(fr, c), b = col_at(fr, c + 1);
 
-		ev[c] = lane_sum(rep, ln->l->tl_ev, a, b + (b == a));
+		ev[c] = report_tl_sum(rep, ln->l, RP_LANE_EV, a, b + (b == a));
 		if (ev[c] > maxev)
 			maxev = ev[c];
 	}
@@ -138,7 +118,7 @@ static void draw_lane(FILE *f, const struct report *rep, const struct frame *fr,
 			        0.15 + 0.6 * ev[c] / maxev);
 		if (b <= a || !ln->l->view_busy_ns)
 			continue;
-		busy = lane_sum(rep, ln->l->tl_busy, a, b) / (double)(b - a);
+		busy = report_tl_sum(rep, ln->l, RP_LANE_BUSY, a, b) / (double)(b - a);
 		if (busy > 1)
 			busy = 1;
 		if (busy > 0.01)
@@ -271,7 +251,7 @@ static double bar_pos(uint64_t v)
 /* The latency histogram: four bars per power of two. */
 static void draw_hist(FILE *f, const struct report *rep, double y0)
 {
-	const struct rp_hist *h = rep->all_lat;
+	const struct rp_hist *h = &rep->all_lat;
 	uint64_t bars[64 * 4] = { 0 }, maxc = 0;
 	int lo = 255, hi = 0, nb;
 	double bw, base = y0 + HIST_H;
@@ -285,14 +265,14 @@ static void draw_hist(FILE *f, const struct report *rep, double y0)
 		return;
 	}
 	for (unsigned i = 0; i < RP_HIST_N; i++) {
-		uint64_t v = rp_hist_low(i);
+		uint64_t v = rp_hist_low(i), c;
 		int b;
 
-		if (!h->b[i])
+		if (!(c = rp_hist_count(h, i)))
 			continue;
 		b = v < 4 ? (int)v : (63 - __builtin_clzll(v)) * 4 +
 		    (int)((v >> ((63 - __builtin_clzll(v)) - 2)) & 3);
-		bars[b] += h->b[i];
+		bars[b] += c;
 		lo = b < lo ? b : lo;
 		hi = b > hi ? b : hi;
 	}

@@ -1,6 +1,6 @@
 /*
  * xtcd/report/report_util.c - the small tools of xtcd --report: a hash map, a
- * log-linear histogram, time and number formatting.
+ * log-linear histogram, the timeline's lanes, time and number formatting.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -106,7 +106,9 @@ void rp_map_free(struct rp_map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* Grow an array to hold need elements. */
+/* Grow an array to hold need elements.  Large elements (a session's
+ * loops) start one at a time: most sessions have one loop, and thousands
+ * of short sessions must not hold room for eight each. */
 int rp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 {
 	void **p = pp;
@@ -115,7 +117,7 @@ int rp_grow(void *pp, size_t *cap, size_t need, size_t elem)
 
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap : 8;
+	ncap = *cap ? *cap : elem >= 256 ? 1 : 8;
 	while (ncap < need)
 		ncap *= 2;
 	np = realloc(*p, ncap * elem);
@@ -152,15 +154,30 @@ uint64_t rp_hist_low(unsigned i)
 }
 
 /* Count one value. */
-void rp_hist_add(struct rp_hist *h, uint64_t v)
+int rp_hist_add(struct rp_hist *h, uint64_t v)
 {
+	unsigned i = hist_index(v), k = i / RP_HIST_SUB;
+
+	if (!h->run && !(h->run = calloc(RP_HIST_RUNS, sizeof(*h->run))))
+		return -ENOMEM;
+	if (!h->run[k] && !(h->run[k] = calloc(RP_HIST_SUB, sizeof(*h->run[k]))))
+		return -ENOMEM;
 	if (h->n == 0 || v < h->min)
 		h->min = v;
 	if (v > h->max)
 		h->max = v;
 	h->n++;
 	h->sum += v;
-	h->b[hist_index(v)]++;
+	h->run[k][i % RP_HIST_SUB]++;
+	return 0;
+}
+
+/* The count in bucket i. */
+uint64_t rp_hist_count(const struct rp_hist *h, unsigned i)
+{
+	const uint64_t *run = h->run ? h->run[i / RP_HIST_SUB] : NULL;
+
+	return run ? run[i % RP_HIST_SUB] : 0;
 }
 
 /* The value at quantile q: the top of the bucket holding it. */
@@ -178,7 +195,11 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 	if (want == 0)
 		want = 1;
 	for (unsigned i = 0; i < RP_HIST_N; i++) {
-		seen += h->b[i];
+		if (!h->run[i / RP_HIST_SUB]) {
+			i += RP_HIST_SUB - 1;       /* a run never counted in */
+			continue;
+		}
+		seen += h->run[i / RP_HIST_SUB][i % RP_HIST_SUB];
 		if (seen >= want) {
 			uint64_t top = i + 1 < RP_HIST_N ? rp_hist_low(i + 1) - 1 : UINT64_MAX;
 
@@ -186,6 +207,82 @@ uint64_t rp_hist_quantile(const struct rp_hist *h, double q)
 		}
 	}
 	return h->max;
+}
+
+/* Free a histogram's buckets (it reads as empty after). */
+void rp_hist_free(struct rp_hist *h)
+{
+	for (unsigned k = 0; h->run && k < RP_HIST_RUNS; k++)
+		free(h->run[k]);
+	free(h->run);
+	memset(h, 0, sizeof(*h));
+}
+
+/* ---- timeline lanes ---- */
+
+#define TL_NCHUNKS (RP_TL_BINS / RP_TL_CHUNK)
+
+/* Add v to one lane of a bin. */
+int rp_tl_add(struct rp_tl *tl, size_t bin, unsigned lane, uint64_t v)
+{
+	struct rp_tl_bin **c;
+
+	if (!tl->chunk && !(tl->chunk = calloc(TL_NCHUNKS, sizeof(*tl->chunk))))
+		return -ENOMEM;
+	c = &tl->chunk[bin / RP_TL_CHUNK];
+	if (!*c && !(*c = calloc(RP_TL_CHUNK, sizeof(**c))))
+		return -ENOMEM;
+	(*c)[bin % RP_TL_CHUNK].v[lane] += v;
+	return 0;
+}
+
+/* One lane of a bin. */
+uint64_t rp_tl_get(const struct rp_tl *tl, size_t bin, unsigned lane)
+{
+	const struct rp_tl_bin *c = tl->chunk ? tl->chunk[bin / RP_TL_CHUNK] : NULL;
+
+	return c ? c[bin % RP_TL_CHUNK].v[lane] : 0;
+}
+
+/* Pairs of bins of chunk c (NULL: zero) summed into half a chunk. */
+static void tl_fold_half(struct rp_tl_bin *half, const struct rp_tl_bin *c)
+{
+	for (size_t i = 0; i < RP_TL_CHUNK / 2; i++)
+		for (unsigned k = 0; k < RP_LANES; k++)
+			half[i].v[k] = c ? c[2 * i].v[k] + c[2 * i + 1].v[k] : 0;
+}
+
+/* Halve the resolution.  New chunk j comes from old chunks 2j and 2j+1,
+ * which no earlier step wrote, so it can go in place; it reuses one of
+ * their allocations. */
+void rp_tl_fold(struct rp_tl *tl)
+{
+	struct rp_tl_bin tmp[RP_TL_CHUNK];
+
+	for (size_t j = 0; tl->chunk && j < TL_NCHUNKS / 2; j++) {
+		struct rp_tl_bin *lo = tl->chunk[2 * j], *hi = tl->chunk[2 * j + 1];
+		struct rp_tl_bin *keep = lo ? lo : hi;
+
+		if (keep) {
+			tl_fold_half(tmp, lo);
+			tl_fold_half(tmp + RP_TL_CHUNK / 2, hi);
+			memcpy(keep, tmp, sizeof(tmp));
+			if (lo && hi)
+				free(hi);
+		}
+		tl->chunk[j] = keep;
+	}
+	for (size_t j = TL_NCHUNKS / 2; tl->chunk && j < TL_NCHUNKS; j++)
+		tl->chunk[j] = NULL;
+}
+
+/* Free the lanes (they read zero after). */
+void rp_tl_free(struct rp_tl *tl)
+{
+	for (size_t j = 0; tl->chunk && j < TL_NCHUNKS; j++)
+		free(tl->chunk[j]);
+	free(tl->chunk);
+	tl->chunk = NULL;
 }
 
 /* ---- formatting ---- */
