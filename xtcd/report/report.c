@@ -469,10 +469,12 @@ static void on_other(struct report *rep, const struct segread_item *it)
 		break;
 	case SEGREAD_EVICTED:
 		rep->evicted_records += it->u.evicted.ev.records;
-		for (uint32_t i = 0; i < it->u.evicted.ev.session_count; i++)
-			for (size_t k = 0; k < rep->nsess; k++)
-				if (rep->sess[k]->id == it->u.evicted.ids[i])
-					rep->sess[k]->evicted = 1;
+		for (uint32_t i = 0; i < it->u.evicted.ev.session_count; i++) {
+			uint64_t at;
+
+			if (idmap_get(&rep->sess_index, it->u.evicted.ids[i], &at))
+				rep->sess[at]->evicted = 1;
+		}
 		break;
 	case SEGREAD_CORRUPT:
 		if ((s = report_sess(rep, it->u.corrupt.session_id))) {

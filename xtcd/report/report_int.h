@@ -387,6 +387,7 @@ struct report {
 	struct rp_proc *procs;
 	size_t   nprocs, procs_cap;
 	struct rp_map proc_map;
+	struct rp_map loop_map;     /* (session idx, loop) -> index in its loops */
 	struct rp_chain *chains;
 	size_t   nchains, chains_cap;
 	struct rp_map task_map;
@@ -415,6 +416,8 @@ void report_oom(struct report *rep);
  * is created. */
 struct rp_sess *report_sess(struct report *rep, uint64_t id);
 struct rp_loop *report_loop(struct report *rep, struct rp_sess *s, uint32_t loop);
+void report_loops_sort(struct report *rep, struct rp_sess *s,
+                       int (*cmp)(const void *, const void *));
 struct rp_proc *report_proc(struct report *rep, struct rp_sess *s, const xtc_pid_t *pid,
                             uint32_t loop);
 /* The end of what is known of s: its SESSION_END, else its last record. */

@@ -176,10 +176,49 @@ static uint32_t loops_after(const struct rp_sess *s, const struct rp_loop *self,
 	return n;
 }
 
-/* A loop finding for the silence of l from its last record to `to`. */
+/* qsort: times. */
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many of the n sorted times are after t. */
+static uint32_t times_after(const uint64_t *sorted, size_t n, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sorted[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)(n - lo);
+}
+
+/* Every loop's last record time, sorted, to answer loops_after for each
+ * of them at the session's end in log time; NULL (ask loops_after) if
+ * there is no memory for it. */
+static uint64_t *last_times_sorted(const struct rp_sess *s)
+{
+	uint64_t *t = s->nloops > 1 ? malloc(s->nloops * sizeof(*t)) : NULL;
+
+	for (size_t i = 0; t && i < s->nloops; i++)
+		t[i] = s->loops[i].last_t;
+	if (t)
+		qsort(t, s->nloops, sizeof(*t), u64_cmp);
+	return t;
+}
+
+/* A loop finding for the silence of l from its last record to `to`, with
+ * `active` other loops that recorded after it. */
 static struct rp_finding *silence_finding(struct report *rep, struct rp_sess *s,
                                           struct rp_loop *l, enum rp_class cls, uint64_t to,
-                                          uint64_t others)
+                                          uint64_t others, uint32_t active)
 {
 	struct rp_finding *f = report_find_add(rep, cls, s);
 
@@ -189,7 +228,7 @@ static struct rp_finding *silence_finding(struct report *rep, struct rp_sess *s,
 	f->t = f->t_last = l->last_t;
 	f->t_end = to;
 	f->detail = to - l->last_t;
-	f->loops_active = loops_after(s, l, l->last_t);
+	f->loops_active = active;
 	f->others_events = others;
 	f->procs_live = l->spawned > l->exited ? l->spawned - l->exited : 0;
 	f->chains_open = l->open_chains;
@@ -209,7 +248,7 @@ static void check_gap(struct report *rep, struct rp_sess *s, struct rp_loop *l,
 		return;
 	if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
 		return;                     /* an adapter's loop idle in its wait, not stuck */
-	if (!(f = silence_finding(rep, s, l, RF_LOOP_GAP, e->t, others)))
+	if (!(f = silence_finding(rep, s, l, RF_LOOP_GAP, e->t, others, loops_after(s, l, l->last_t))))
 		return;
 	f->verdict = 0;                     /* judged when the session's drops are all read */
 	report_find_proof(f, e);
@@ -306,7 +345,7 @@ void report_loops_event(struct report *rep, struct rp_sess *s, struct rp_loop *l
 /* The end of s: silent loops, open POLL_FULL runs, gaps judged. */
 void report_loops_finish(struct report *rep, struct rp_sess *s)
 {
-	uint64_t end = report_sess_end(s);
+	uint64_t end = report_sess_end(s), *last = last_times_sorted(s);
 
 	for (size_t i = 0; i < s->nloops && !rep->fatal; i++) {
 		struct rp_loop *l = &s->loops[i];
@@ -320,7 +359,9 @@ void report_loops_finish(struct report *rep, struct rp_sess *s)
 			continue;                   /* every proc exited: it finished */
 		if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
 			continue;                   /* idle in its wait (see report_adapter.c) */
-		if (!(f = silence_finding(rep, s, l, RF_LOOP_STOPPED, end, others)))
+		if (!(f = silence_finding(rep, s, l, RF_LOOP_STOPPED, end, others,
+		                          last ? times_after(last, s->nloops, l->last_t)
+		                               : loops_after(s, l, l->last_t))))
 			continue;
 		if (report_loss(rep, s, RS_LOOP, l->loop, f->t, end, 1, &f->loss))
 			f->verdict = RV_CANNOT_TELL;
@@ -331,6 +372,7 @@ void report_loops_finish(struct report *rep, struct rp_sess *s)
 		f->verdict = report_loss(rep, s, RS_LOOP, f->loop, f->t, f->t_end, 0, &f->loss) ?
 		             RV_CANNOT_TELL : RV_PROVEN;
 	}
+	free(last);
 	free(s->gap_ids);
 	s->gap_ids = NULL;
 	s->ngap_ids = s->gap_ids_cap = 0;
@@ -356,20 +398,29 @@ static void loop_slices(const struct report *rep, const struct rp_loop *l, uint6
 	}
 }
 
-/* The share of a loop in its session, by busy time or, with no busy
- * data, by records.  by_busy says which. */
-static double loop_share(const struct rp_sess *s, const struct rp_loop *l, int *by_busy)
+/* What a loop's share is taken of: the session's busy time, or, with no
+ * busy data, its records.  Summed once, not for each loop. */
+struct share_of {
+	uint64_t busy, ev;
+};
+
+static struct share_of session_totals(const struct rp_sess *s)
 {
-	uint64_t busy = 0, ev = 0;
+	struct share_of t = { 0, 0 };
 
 	for (size_t i = 0; i < s->nloops; i++) {
-		busy += s->loops[i].view_busy_ns;
-		ev += s->loops[i].view_events;
+		t.busy += s->loops[i].view_busy_ns;
+		t.ev += s->loops[i].view_events;
 	}
-	*by_busy = busy > 0;
-	if (busy)
-		return (double)l->view_busy_ns / (double)busy;
-	return ev ? (double)l->view_events / (double)ev : 0;
+	return t;
+}
+
+/* The share of a loop in its session's totals t. */
+static double loop_share(const struct share_of *t, const struct rp_loop *l)
+{
+	if (t->busy)
+		return (double)l->view_busy_ns / (double)t->busy;
+	return t->ev ? (double)l->view_events / (double)t->ev : 0;
 }
 
 /* The busiest and idlest loops of s and how uneven they are. */
@@ -382,14 +433,17 @@ struct imbalance {
 /* Fill im for s; 0 when it has fewer than two loops with records. */
 static int imbalance_of(const struct rp_sess *s, struct imbalance *im)
 {
+	struct share_of t = session_totals(s);
+
 	memset(im, 0, sizeof(*im));
+	im->by_busy = t.busy > 0;
 	for (size_t i = 0; i < s->nloops; i++) {
 		const struct rp_loop *l = &s->loops[i];
 		double sh;
 
 		if (l->loop == XTC_TAIL_LOOP_NONE || !l->view_events)
 			continue;
-		sh = loop_share(s, l, &im->by_busy);
+		sh = loop_share(&t, l);
 		if (!im->nloops || sh > im->max_share) {
 			im->max_share = sh;
 			im->max = i;
@@ -433,9 +487,7 @@ static void text_sess_loops(struct report *rep, struct rp_sess *s)
 	struct imbalance im;
 	int pct[RP_SLICES], any_busy = 0;
 
-	if (s->nloops > 1) /* a session with no records has no loops array */
-		qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
-	s->last_loop = 0;
+	report_loops_sort(rep, s, loop_cmp);
 	fprintf(rep->out, "  session %" PRIu64 " (%s pid %" PRIu32 "): %zu loop%s\n", s->id, s->comm,
 	        s->os_pid, s->nloops, s->nloops == 1 ? "" : "s");
 	fprintf(rep->out, "    %5s %10s %10s %9s %7s %-22s %6s  %s\n", "LOOP", "RECORDS",
@@ -501,9 +553,7 @@ void report_loops_json(struct report *rep)
 	for (size_t i = 0; i < rep->nsess; i++) {
 		struct rp_sess *s = rep->sess[i];
 
-		if (s->nloops > 1) /* a session with no records has no loops array */
-			qsort(s->loops, s->nloops, sizeof(*s->loops), loop_cmp);
-		s->last_loop = 0;
+		report_loops_sort(rep, s, loop_cmp);
 		for (size_t k = 0; k < s->nloops; k++) {
 			const struct rp_loop *l = &s->loops[k];
 			double bp = busy_pct(s, l);

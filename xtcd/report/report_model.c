@@ -70,24 +70,46 @@ static void loop_free(struct rp_loop *l)
 struct rp_loop *report_loop(struct report *rep, struct rp_sess *s, uint32_t loop)
 {
 	struct rp_loop *l;
+	uint32_t *slot;
 
 	if (s->nloops && s->loops[s->last_loop].loop == loop)
 		return &s->loops[s->last_loop];
-	for (size_t i = 0; i < s->nloops; i++) {
-		if (s->loops[i].loop == loop) {
-			s->last_loop = i;
-			return &s->loops[i];
-		}
-	}
-	if (rp_grow(&s->loops, &s->loops_cap, s->nloops + 1, sizeof(*s->loops)) < 0) {
+	/* a map, not a scan: a session may name any number of loops */
+	slot = rp_map_get(&rep->loop_map, s->idx, loop, 0, 1);
+	if (!slot) {
 		report_oom(rep);
 		return NULL;
 	}
+	if (*slot != RP_NONE) {
+		s->last_loop = *slot;
+		return &s->loops[*slot];
+	}
+	if (rp_grow(&s->loops, &s->loops_cap, s->nloops + 1, sizeof(*s->loops)) < 0) {
+		*slot = 0; /* the key is in the map: give it a value nobody reads */
+		report_oom(rep);
+		return NULL;
+	}
+	*slot = (uint32_t)s->nloops;
 	l = &s->loops[s->nloops];
 	memset(l, 0, sizeof(*l));
 	l->loop = loop;
 	s->last_loop = s->nloops;
 	return &s->loops[s->nloops++];
+}
+
+/* Sort s's loops by id, for output; lookups go on finding them. */
+void report_loops_sort(struct report *rep, struct rp_sess *s,
+                       int (*cmp)(const void *, const void *))
+{
+	if (s->nloops > 1) /* a session with no records has no loops array */
+		qsort(s->loops, s->nloops, sizeof(*s->loops), cmp);
+	s->last_loop = 0;
+	for (size_t i = 0; i < s->nloops; i++) {
+		uint32_t *slot = rp_map_get(&rep->loop_map, s->idx, s->loops[i].loop, 0, 0);
+
+		if (slot)
+			*slot = (uint32_t)i;
+	}
 }
 
 /* The proc of a session, created if new; NULL on -ENOMEM.  The pointer
@@ -199,4 +221,5 @@ void report_model_free(struct report *rep)
 	idmap_free(&rep->sess_index);
 	free(rep->procs);
 	rp_map_free(&rep->proc_map);
+	rp_map_free(&rep->loop_map);
 }
