@@ -10,38 +10,12 @@
 for prog in "$XTCD" "$BADCLIENT"; do
 	[ -x "$prog" ] || { echo "SKIP: $prog is not built"; exit 77; }
 done
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is needed (scripts/deps.sh installs it)"; exit 77; }
-# valgrind cannot run an AddressSanitizer build (both own the address
-# space); the plain build of the same suite runs this test.
-if nm "$XTCD" 2>/dev/null | grep -q '__asan_init'; then
-	echo "SKIP: $XTCD is an ASan build, which valgrind cannot run; the plain build runs this test"
-	exit 77
-fi
+need_valgrind
 
-# churned N: a directory $T/dN of N short sessions of one process
-churned() {
-	mkdir -p "$T/d$1"
-	"$XTCD" --dir "$T/d$1" --socket "$SOCK" --log-rate-burst 10 >"$T/gen$1.log" 2>&1 &
-	XTCD_PID=$!
-	for _ in $(seq 1 500); do [ -S "$SOCK" ] && grep -q listening "$T/gen$1.log" && break; sleep 0.02; done
-	"$BADCLIENT" "$SOCK" churn "$1" >"$T/churn$1.out" 2>&1 || fail "churn $1: $(cat "$T/churn$1.out")"
-	stop_xtcd
-	rm -f "$SOCK"
-}
-
-# instructions N: what valgrind counts inside xtcd_export for --export chrome of $T/dN
-instructions() {
-	local out=$T/cg$1.out
-	valgrind --tool=callgrind --toggle-collect=xtcd_export --callgrind-out-file="$out" \
-		"$XTCD" --export chrome "$T/d$1" >"$T/trace$1.json" 2>"$T/vg$1.log" ||
-		fail "--export chrome of $1 sessions under valgrind exited $?: $(tail -5 "$T/vg$1.log")"
-	sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out"
-}
-
-churned 2000
-churned 8000
-i1=$(instructions 2000)
-i4=$(instructions 8000)
+churned_sessions 2000
+churned_sessions 8000
+i1=$(callgrind_count xtcd_export "$T/trace2000.json" --export chrome "$T/d2000")
+i4=$(callgrind_count xtcd_export "$T/trace8000.json" --export chrome "$T/d8000")
 echo "  --export chrome: 2000 sessions $i1 instructions, 8000 sessions $i4"
 python3 - "$i1" "$i4" "$T/trace8000.json" <<'PY' || fail "--export chrome"
 import json, sys

@@ -11,13 +11,7 @@
 for prog in "$XTCD" "$LOADGEN" "$BADCLIENT"; do
 	[ -x "$prog" ] || { echo "SKIP: $prog is not built"; exit 77; }
 done
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is needed (scripts/deps.sh installs it)"; exit 77; }
-# valgrind cannot run an AddressSanitizer build (both own the address
-# space); the plain build of the same suite runs this test.
-if nm "$XTCD" 2>/dev/null | grep -q '__asan_init'; then
-	echo "SKIP: $XTCD is an ASan build, which valgrind cannot run; the plain build runs this test"
-	exit 77
-fi
+need_valgrind
 
 # churned N: a directory in $T/dN whose newest segment holds N sessions,
 # and the crash of the xtcd that wrote it, with xtc-loadgen attached.

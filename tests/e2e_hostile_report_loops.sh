@@ -12,13 +12,7 @@ SEGWRITE=${SEGWRITE:-$top_builddir/tests/xtc-segwrite}
 for prog in "$XTCD" "$SEGWRITE"; do
 	[ -x "$prog" ] || { echo "SKIP: $prog is not built"; exit 77; }
 done
-command -v valgrind >/dev/null || { echo "SKIP: valgrind is needed (scripts/deps.sh installs it)"; exit 77; }
-# valgrind cannot run an AddressSanitizer build (both own the address
-# space); the plain build of the same suite runs this test.
-if nm "$XTCD" 2>/dev/null | grep -q '__asan_init'; then
-	echo "SKIP: $XTCD is an ASan build, which valgrind cannot run; the plain build runs this test"
-	exit 77
-fi
+need_valgrind
 
 # loops N: a directory $T/dN of one session whose loops 1..N record once,
 # 1 us apart, while loop 0 records on for 10 s
@@ -32,19 +26,10 @@ loops() {
 	} | "$SEGWRITE" "$T/d$1" || fail "xtc-segwrite for $1 loops"
 }
 
-# instructions N: what valgrind counts inside xtcd_report for --report --json of $T/dN
-instructions() {
-	local out=$T/cg$1.out
-	valgrind --tool=callgrind --toggle-collect=xtcd_report --callgrind-out-file="$out" \
-		"$XTCD" --report "$T/d$1" --json >"$T/report$1.json" 2>"$T/vg$1.log" ||
-		fail "--report of $1 loops under valgrind exited $?: $(tail -5 "$T/vg$1.log")"
-	sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out"
-}
-
 loops 2000
 loops 8000
-i1=$(instructions 2000)
-i4=$(instructions 8000)
+i1=$(callgrind_count xtcd_report "$T/report2000.json" --report "$T/d2000" --json)
+i4=$(callgrind_count xtcd_report "$T/report8000.json" --report "$T/d8000" --json)
 echo "  --report: 2000 loops $i1 instructions, 8000 loops $i4"
 python3 - "$i1" "$i4" "$T/report8000.json" <<'PY' || fail "--report"
 import json, sys

@@ -19,19 +19,8 @@ done
 asan=0
 nm "$XTCD" 2>/dev/null | grep -q '__asan_init' && asan=1
 
-# churned N: a directory $T/dN of N short sessions of one process
-churned() {
-	mkdir -p "$T/d$1"
-	"$XTCD" --dir "$T/d$1" --socket "$SOCK" --log-rate-burst 10 >"$T/gen$1.log" 2>&1 &
-	XTCD_PID=$!
-	for _ in $(seq 1 500); do [ -S "$SOCK" ] && grep -q listening "$T/gen$1.log" && break; sleep 0.02; done
-	"$BADCLIENT" "$SOCK" churn "$1" >"$T/churn$1.out" 2>&1 || fail "churn $1: $(cat "$T/churn$1.out")"
-	stop_xtcd
-	rm -f "$SOCK"
-}
-
-churned 4000
-churned 16000
+churned_sessions 4000
+churned_sessions 16000
 python3 - "$XTCD" "$T" "$asan" <<'PY' || fail "the report model's memory"
 import datetime, json, os, subprocess, sys
 

@@ -72,3 +72,37 @@ adapter_preload() {
 	rt=$(ldd "$1" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { printf "%s ", $3 }')
 	echo "$rt$1"
 }
+
+# need_valgrind: skip (77) unless valgrind is installed and $XTCD is a
+# plain build: valgrind cannot run an AddressSanitizer one (both own the
+# address space); the plain build of the same suite runs the test.
+need_valgrind() {
+	command -v valgrind >/dev/null || { echo "SKIP: valgrind is needed (scripts/deps.sh installs it)"; exit 77; }
+	if nm "$XTCD" 2>/dev/null | grep -q '__asan_init'; then
+		echo "SKIP: $XTCD is an ASan build, which valgrind cannot run; the plain build runs this test"
+		exit 77
+	fi
+}
+
+# callgrind_count FUNCTION OUT ARGS...: the instructions valgrind counts
+# inside FUNCTION while xtcd ARGS runs, its stdout into OUT (the count
+# does not depend on the machine's load); the test fails if xtcd does.
+callgrind_count() {
+	local fn=$1 out=$2
+	shift 2
+	valgrind --tool=callgrind --toggle-collect="$fn" --callgrind-out-file="$out.cg" \
+		"$XTCD" "$@" >"$out" 2>"$out.vg" || fail "xtcd $* under valgrind exited $?: $(tail -5 "$out.vg")"
+	sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out.cg"
+}
+
+# churned_sessions N: a directory $T/dN of N short sessions of one
+# process (tests/badclient churn), written by an xtcd of its own.
+churned_sessions() {
+	mkdir -p "$T/d$1"
+	"$XTCD" --dir "$T/d$1" --socket "$SOCK" --log-rate-burst 10 >"$T/gen$1.log" 2>&1 &
+	XTCD_PID=$!
+	for _ in $(seq 1 500); do [ -S "$SOCK" ] && grep -q listening "$T/gen$1.log" && break; sleep 0.02; done
+	"$BADCLIENT" "$SOCK" churn "$1" >"$T/churn$1.out" 2>&1 || fail "churn $1: $(cat "$T/churn$1.out")"
+	stop_xtcd
+	rm -f "$SOCK"
+}
