@@ -1069,6 +1069,16 @@ static int case_heads(int argc, char **argv)
 	int fd;
 
 	seg_bound_all(&sg, rings, cap, fill);
+	/* The first lap before attach: what came before is bounded by the
+	 * ring only, so xtcd judges these rings by their memory (holes or
+	 * written), not by a whole lap appearing faster than one record a
+	 * ns after it first looked, which a slowed xtcd may see first. */
+	for (uint32_t i = 0; i < rings; i++) {
+		struct xtc_shm_ring *r = seg_ring(&sg, i);
+
+		__atomic_store_n(&r->claim, (uint64_t)cap, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->head, (uint64_t)cap, __ATOMIC_RELEASE);
+	}
 	fd = attach(&sg, &a);
 	if (a.kind != ANS_ACCEPT) {
 		answer_print(&a);
