@@ -100,66 +100,24 @@ struct enc_prev {
 	uint64_t detail;
 };
 
-/* Encode one slot's words after prev; returns the end of its bytes. */
-static inline __attribute__((always_inline)) uint8_t *enc_one(struct enc_prev *pv, uint8_t *p, uint64_t ns, uint64_t w1,
-                               uint64_t pid, uint64_t gen, uint64_t detail)
+/* The detail's varint when neither it nor its delta takes one byte: the
+ * delta when its varint is shorter. */
+static inline __attribute__((always_inline)) uint8_t *det_long(uint8_t *p, uint64_t detail, uint64_t dz,
+                                                               unsigned *flags)
 {
-	uint32_t source = (uint32_t)w1, kind = (uint32_t)(w1 >> 32);
-	uint8_t *flagp;
-	unsigned flags;
-
-	if (__builtin_expect(kind < KIND_ESCAPE, 1)) {
-		*p++ = (uint8_t)kind;
-	} else {
-		*p++ = KIND_ESCAPE;
-		p = vput(p, kind);
+	if (dz < detail && vlen(dz) < vlen(detail)) {
+		*flags |= RF_DET_DELTA;
+		return vput(p, dz);
 	}
-	flagp = p++;
-	if (__builtin_expect(source - 1u < 64u && (source & (source - 1u)) == 0, 1)) {
-		flags = (unsigned)__builtin_ctz(source);
-	} else {
-		flags = RF_SRC_VARINT;
-		p = vput(p, source);
-	}
-	p = vput(p, zz(ns - pv->ts));
-	if (pid == pv->pid && gen == pv->gen) {
-		flags |= RF_PID_SAME;
-	} else {
-		if ((uint32_t)pid == (uint32_t)pv->pid)
-			flags |= RF_LOOP_SAME;
-		else
-			p = vput(p, (uint32_t)pid);
-		p = vput(p, pid >> 32);
-		p = vput(p, gen);
-	}
-	if (detail == 0) {
-		flags |= RF_DET_ZERO;
-	} else {
-		uint64_t dz = zz(detail - pv->detail);
-
-		/* The delta only when its varint is shorter: never for a
-		 * one-byte detail, always for a one-byte delta of a longer
-		 * one (the common case of a counter or an address nearby),
-		 * else when the lengths say so. */
-		if (detail < 0x80) {
-			*p++ = (uint8_t)detail;
-		} else if (dz < 0x80) {
-			flags |= RF_DET_DELTA;
-			*p++ = (uint8_t)dz;
-		} else if (dz < detail && vlen(dz) < vlen(detail)) {
-			flags |= RF_DET_DELTA;
-			p = vput(p, dz);
-		} else {
-			p = vput(p, detail);
-		}
-	}
-	*flagp = (uint8_t)flags;
-	pv->ts = ns;
-	pv->pid = pid;
-	pv->gen = gen;
-	pv->detail = detail;
-	return p;
+	return vput(p, detail);
 }
+
+/* enc_one: one slot's words after prev; returns the end of its bytes. */
+#define ENC_ONE    enc_one
+#define ENC_TARGET
+#define ENC_VPUT   vput
+#define ENC_DET    det_long
+#include "lib/seg/seg_enc_one.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(ENC_NO_BMI)
 #define ENC_BMI 1
@@ -218,70 +176,27 @@ static inline __attribute__((always_inline)) ENC_BMI_TARGET uint8_t *vput_bmi(ui
 	return vput_bmi_lz(p, v, (unsigned)__builtin_clzll(v));
 }
 
+/* As det_long, the choice made without a branch (the lengths are table
+ * entries). */
 static inline __attribute__((always_inline)) ENC_BMI_TARGET uint8_t *
-enc_one_bmi(struct enc_prev *pv, uint8_t *p, uint64_t ns, uint64_t w1, uint64_t pid, uint64_t gen,
-            uint64_t detail)
+det_long_bmi(uint8_t *p, uint64_t detail, uint64_t dz, unsigned *flags)
 {
-	uint32_t source = (uint32_t)w1, kind = (uint32_t)(w1 >> 32);
-	uint8_t *flagp;
-	unsigned flags;
+	unsigned lzd = (unsigned)__builtin_clzll(detail), lzz = (unsigned)__builtin_clzll(dz);
+	int delta = vlen_lz[lzz] < vlen_lz[lzd];
+	uint64_t v = delta ? dz : detail;
 
-	if (__builtin_expect(kind < KIND_ESCAPE, 1)) {
-		*p++ = (uint8_t)kind;
-	} else {
-		*p++ = KIND_ESCAPE;
-		p = vput(p, kind);
-	}
-	flagp = p++;
-	if (__builtin_expect(source - 1u < 64u && (source & (source - 1u)) == 0, 1)) {
-		flags = (unsigned)__builtin_ctz(source);
-	} else {
-		flags = RF_SRC_VARINT;
-		p = vput(p, source);
-	}
-	p = vput_bmi(p, zz(ns - pv->ts));
-	if (pid == pv->pid && gen == pv->gen) {
-		flags |= RF_PID_SAME;
-	} else {
-		if ((uint32_t)pid == (uint32_t)pv->pid)
-			flags |= RF_LOOP_SAME;
-		else
-			p = vput_bmi(p, (uint32_t)pid);
-		p = vput_bmi(p, pid >> 32);
-		p = vput_bmi(p, gen);
-	}
-	if (detail == 0) {
-		flags |= RF_DET_ZERO;
-	} else {
-		/* As in enc_one for the one-byte cases; else the delta when
-		 * its varint is shorter, chosen without a branch (the lengths
-		 * are table entries). */
-		uint64_t dz = zz(detail - pv->detail);
-
-		if (detail < 0x80) {
-			*p++ = (uint8_t)detail;
-		} else if (dz < 0x80) {
-			flags |= RF_DET_DELTA;
-			*p++ = (uint8_t)dz;
-		} else {
-			unsigned lzd = (unsigned)__builtin_clzll(detail), lzz = (unsigned)__builtin_clzll(dz);
-			int delta = vlen_lz[lzz] < vlen_lz[lzd];
-			uint64_t v = delta ? dz : detail;
-
-			flags |= (unsigned)delta << 5;
-			if (__builtin_expect(v >> 56 != 0, 0))
-				p = vput(p, v);
-			else
-				p = vput_bmi_lz(p, v, delta ? lzz : lzd);
-		}
-	}
-	*flagp = (uint8_t)flags;
-	pv->ts = ns;
-	pv->pid = pid;
-	pv->gen = gen;
-	pv->detail = detail;
-	return p;
+	*flags |= (unsigned)delta << 5;
+	if (__builtin_expect(v >> 56 != 0, 0))
+		return vput(p, v);
+	return vput_bmi_lz(p, v, delta ? lzz : lzd);
 }
+
+/* enc_one_bmi: enc_one with the BMI2 varints. */
+#define ENC_ONE    enc_one_bmi
+#define ENC_TARGET ENC_BMI_TARGET
+#define ENC_VPUT   vput_bmi
+#define ENC_DET    det_long_bmi
+#include "lib/seg/seg_enc_one.h"
 #endif
 
 /* A slot's time in ns, held at the previous record's (prev) when it
