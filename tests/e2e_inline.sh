@@ -132,33 +132,12 @@ slow_disk_skip() {
 	echo "skip: slow disk: $*"
 	exit 0
 }
-[ "$(id -u)" = 0 ] || slow_disk_skip "not root (a loop device and the blkio throttle)"
-THROTTLE=/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device
-[ -w "$THROTTLE" ] || slow_disk_skip "no cgroup v1 blkio throttle at $THROTTLE"
-command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null || slow_disk_skip "no losetup or mkfs.ext4"
-MNT=$T/mnt
-LOOPDEV=
-MAJMIN=
-slow_cleanup() {
-	[ -n "$XTCD_PID" ] && kill -9 "$XTCD_PID" 2>/dev/null && wait "$XTCD_PID" 2>/dev/null
-	XTCD_PID=
-	[ -n "$MAJMIN" ] && echo "$MAJMIN 0" >"$THROTTLE" 2>/dev/null
-	mountpoint -q "$MNT" 2>/dev/null && umount -l "$MNT"
-	[ -n "$LOOPDEV" ] && losetup -d "$LOOPDEV" 2>/dev/null
-	cleanup
-}
-trap slow_cleanup EXIT
-mkdir -p "$MNT"
-truncate -s 128M "$T/disk.img"
-mkfs.ext4 -q -F "$T/disk.img" >/dev/null 2>&1 || slow_disk_skip "mkfs.ext4 failed"
-LOOPDEV=$(losetup -f --show "$T/disk.img" 2>/dev/null) || slow_disk_skip "no loop device free"
-mount "$LOOPDEV" "$MNT" 2>/dev/null || slow_disk_skip "cannot mount $LOOPDEV"
-MAJMIN=$(cat "/sys/block/${LOOPDEV#/dev/}/dev")
-BDI=/sys/class/bdi/$MAJMIN
+slow_disk 262144 || slow_disk_skip "$SLOW_WHY"
+MNT=$SLOW_MNT
+BDI=$SLOW_BDI
 [ -w "$BDI/strict_limit" ] && [ -w "$BDI/max_bytes" ] || slow_disk_skip "no per-device dirty limit in $BDI"
 echo 1 >"$BDI/strict_limit"
 echo $((64 << 10)) >"$BDI/max_bytes"
-echo "$MAJMIN 262144" >"$THROTTLE" || slow_disk_skip "the blkio throttle refused $MAJMIN"
 # The kernel's dirty throttle pauses a writer only once it has measured
 # how slow the device is (its bandwidth estimate starts high and is
 # updated every 200 ms), so a first run may pass under it: up to three,

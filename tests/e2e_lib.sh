@@ -18,6 +18,7 @@ export XTC_TAIL_SHM=$SOCK
 
 cleanup() {
 	[ -n "$XTCD_PID" ] && kill -9 "$XTCD_PID" 2>/dev/null
+	slow_disk_undo
 	[ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
@@ -105,4 +106,42 @@ churned_sessions() {
 	"$BADCLIENT" "$SOCK" churn "$1" >"$T/churn$1.out" 2>&1 || fail "churn $1: $(cat "$T/churn$1.out")"
 	stop_xtcd
 	rm -f "$SOCK"
+}
+
+# slow_disk BYTES_PER_S: a fresh ext4 at $SLOW_MNT on a loop device whose
+# writes the block layer throttles to BYTES_PER_S (the cgroup v1 blkio
+# throttle), so that writes reaching the device (O_DIRECT ones, or
+# write-back) wait for it as on a slow disk; $SLOW_BDI is its
+# /sys/class/bdi directory.  Undone at exit.  Root only: where it cannot
+# be made, returns 1 with $SLOW_WHY saying why.
+SLOW_MNT= SLOW_DEV= SLOW_MAJMIN= SLOW_BDI= SLOW_WHY=
+SLOW_THROTTLE=/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device
+slow_disk() {
+	SLOW_WHY=
+	[ "$(id -u)" = 0 ] || { SLOW_WHY="not root (a loop device and the blkio throttle)"; return 1; }
+	[ -w "$SLOW_THROTTLE" ] || { SLOW_WHY="no cgroup v1 blkio throttle at $SLOW_THROTTLE"; return 1; }
+	command -v losetup >/dev/null && command -v mkfs.ext4 >/dev/null ||
+		{ SLOW_WHY="no losetup or mkfs.ext4"; return 1; }
+	SLOW_MNT=$T/mnt
+	mkdir -p "$SLOW_MNT"
+	truncate -s 128M "$T/disk.img"
+	mkfs.ext4 -q -F "$T/disk.img" >/dev/null 2>&1 || { SLOW_WHY="mkfs.ext4 failed"; return 1; }
+	SLOW_DEV=$(losetup -f --show "$T/disk.img" 2>/dev/null) || { SLOW_DEV=; SLOW_WHY="no loop device free"; return 1; }
+	mount "$SLOW_DEV" "$SLOW_MNT" 2>/dev/null || { SLOW_WHY="cannot mount $SLOW_DEV"; return 1; }
+	SLOW_MAJMIN=$(cat "/sys/block/${SLOW_DEV#/dev/}/dev")
+	SLOW_BDI=/sys/class/bdi/$SLOW_MAJMIN
+	echo "$SLOW_MAJMIN $1" >"$SLOW_THROTTLE" 2>/dev/null ||
+		{ SLOW_WHY="the blkio throttle refused $SLOW_MAJMIN"; return 1; }
+}
+
+# slow_disk_undo: xtcd stopped, the throttle, the mount and the loop
+# device gone.
+slow_disk_undo() {
+	[ -n "$SLOW_DEV" ] || return 0
+	[ -n "$XTCD_PID" ] && kill -9 "$XTCD_PID" 2>/dev/null && wait "$XTCD_PID" 2>/dev/null
+	XTCD_PID=
+	[ -n "$SLOW_MAJMIN" ] && echo "$SLOW_MAJMIN 0" >"$SLOW_THROTTLE" 2>/dev/null
+	mountpoint -q "$SLOW_MNT" 2>/dev/null && umount -l "$SLOW_MNT"
+	losetup -d "$SLOW_DEV" 2>/dev/null
+	SLOW_DEV= SLOW_MAJMIN=
 }

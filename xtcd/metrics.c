@@ -129,6 +129,10 @@ static void writes(FILE *f)
 	one(f, "xtcd_inline_writes_slow_total", "counter",
 	    "Inline writes that held the event loop over 1 ms (each sends small writes back to "
 	    "io_uring for a while).", w.inline_slow);
+	one(f, "xtcd_drain_starved_total", "counter",
+	    "Drains that stopped because every write buffer was full or waiting for the disk; "
+	    "each went on when a write completed. Rising: the disk, not the drain, is the limit.",
+	    w.starved);
 }
 
 static void body(FILE *f)

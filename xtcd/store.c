@@ -466,6 +466,16 @@ static size_t build_at(const struct wbuf *b)
 	return b->len + (size_t)(((at + SLACK) & ~(uintptr_t)SLACK) - at);
 }
 
+/* Every write buffer is full or waiting for the disk: the drain stops
+ * here and goes on when a write completes (store_write.c), which counts
+ * once a stop. */
+static void starve(void)
+{
+	if (!store.starved)
+		store.starved_total++;
+	store.starved = 1;
+}
+
 /* The filling buffer with room for a block of payload len, rotating or
  * sealing as needed; NULL when there is none. */
 static struct wbuf *block_room(uint32_t len)
@@ -483,7 +493,7 @@ static struct wbuf *block_room(uint32_t len)
 		for (int i = 0; i < NBUF; i++)
 			free_bufs += store.bufs[i].state == BUF_FREE;
 		if (free_bufs < 2) {
-			store.starved = 1;
+			starve();
 			return NULL;
 		}
 		segment_rotate();
@@ -502,7 +512,7 @@ static struct wbuf *block_room(uint32_t len)
 			writer_submit_queued();
 	}
 	if (b == NULL && (b = store.filling = buf_take()) == NULL) {
-		store.starved = 1;
+		starve();
 		return NULL;
 	}
 	return b;

@@ -97,6 +97,7 @@ struct store_state {
 	ev_idle   resume_w;        /* pwrite: a starved drain goes on (resume_cb) */
 	int       rotating;
 	int       starved;         /* a block was refused for want of a free buffer */
+	uint64_t  starved_total;   /* times a drain became starved, since start */
 	int       last_errno;      /* the last write error, logged once */
 	int       open_errno;      /* why the last segment could not be created */
 	int       started;         /* the first segment was created */

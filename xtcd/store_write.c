@@ -387,6 +387,7 @@ static uint64_t inline_holdoff_ns = INLINE_HOLDOFF_NS;
 void store_write_counts(struct store_write_counts *out)
 {
 	*out = counts;
+	out->starved = store.starved_total;
 }
 
 /* Whether b, the last buffer handed over, is written inline. */

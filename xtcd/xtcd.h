@@ -177,9 +177,11 @@ struct store_lat {
 void store_write_latency(struct store_lat *out);
 /* Buffer writes by how they were made since start: with io_uring, with
  * pwrite on the loop because small (inline), and with pwrite otherwise
- * (--pwrite, no io_uring); inline ones that held the loop past the bound. */
+ * (--pwrite, no io_uring); inline ones that held the loop past the bound;
+ * drains stopped because no write buffer was free (the disk behind). */
 struct store_write_counts {
 	uint64_t uring_writes, inline_writes, pwrite_writes, inline_slow;
+	uint64_t starved;
 };
 void store_write_counts(struct store_write_counts *out);
 /* Apply changed budget and sync settings (SIGHUP). */
