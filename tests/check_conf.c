@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "xtcd/conf.h"
+#include "xtcd/holdoff.h"
 #include "xtcd/settings.h"
 
 static char tmpdir[] = "/tmp/check_conf.XXXXXX";
@@ -798,6 +799,64 @@ START_TEST(test_log_lines)
 }
 END_TEST
 
+/* xtcd/holdoff.c, as store_write.c holds inline writes off: 1 s first,
+ * doubling to 64 s; times in seconds here. */
+#define S(x) ((uint64_t)(x) * 1000000000ull)
+
+START_TEST(test_holdoff_doubles_to_cap)
+{
+	struct holdoff h = HOLDOFF_INIT(S(1), S(64));
+	uint64_t t = S(100), want = S(1);
+
+	ck_assert(!holdoff_held(&h, t));
+	ck_assert_uint_eq(holdoff_note(&h, t, 0), 0); /* fast: nothing held */
+	for (int i = 0; i < 9; i++) {
+		uint64_t hold = holdoff_note(&h, t, 1);
+
+		ck_assert_uint_eq(hold, want);
+		ck_assert(holdoff_held(&h, t + hold - 1));
+		ck_assert(!holdoff_held(&h, t + hold));
+		t += hold; /* the next try is the probe at the hold's end */
+		want = want * 2 < S(64) ? want * 2 : S(64);
+	}
+	ck_assert_uint_eq(want, S(64));
+}
+END_TEST
+
+/* At the cap, a fast probe does not undo it: a disk that stays slow but
+ * does not hold every write is held off a minute at a time, not from 1 s
+ * again after each fast probe. */
+START_TEST(test_holdoff_cap_survives_a_fast_probe)
+{
+	struct holdoff h;
+	uint64_t t = S(100);
+
+	holdoff_init(&h, S(1), S(64));
+	for (int i = 0; i < 7; i++)
+		t += holdoff_note(&h, t, 1); /* 1 2 4 8 16 32 64 */
+	ck_assert_uint_eq(holdoff_note(&h, t, 0), 0);          /* fast, right at the end */
+	ck_assert_uint_eq(holdoff_note(&h, t + S(10), 0), 0);  /* fast, 10 s on */
+	ck_assert_uint_eq(holdoff_note(&h, t + S(30), 1), S(64)); /* slow again: a minute */
+}
+END_TEST
+
+/* A cap's length of tries with none slow, counted from the end of the
+ * last hold, brings it back to the first. */
+START_TEST(test_holdoff_resets_after_a_quiet_cap)
+{
+	struct holdoff h = HOLDOFF_INIT(S(1), S(64));
+	uint64_t t = S(100);
+
+	for (int i = 0; i < 4; i++)
+		t += holdoff_note(&h, t, 1); /* 1 2 4 8: next 16 */
+	ck_assert_uint_eq(holdoff_note(&h, t + S(64), 0), 0);  /* not yet over 64 s */
+	ck_assert_uint_eq(holdoff_note(&h, t + S(65), 1), S(16));
+	t += S(65) + S(16);
+	ck_assert_uint_eq(holdoff_note(&h, t + S(65), 0), 0);  /* 65 s quiet */
+	ck_assert_uint_eq(holdoff_note(&h, t + S(66), 1), S(1));
+}
+END_TEST
+
 /* A case of s whose tests each get a fresh temporary directory. */
 static TCase *with_tmpdir(Suite *s, const char *name)
 {
@@ -843,6 +902,11 @@ static Suite *conf_suite(void)
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_log_levels);
 	tcase_add_test(tc, test_log_lines);
+	tc = tcase_create("holdoff");
+	tcase_add_test(tc, test_holdoff_doubles_to_cap);
+	tcase_add_test(tc, test_holdoff_cap_survives_a_fast_probe);
+	tcase_add_test(tc, test_holdoff_resets_after_a_quiet_cap);
+	suite_add_tcase(s, tc);
 	return s;
 }
 

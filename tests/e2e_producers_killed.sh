@@ -29,7 +29,11 @@ done
 # a survivor that detaches cleanly while the others die
 "$LOADGEN" 2 50000 50000 >"$T/survivor.out" 2>&1 &
 survivor=$!
-wait_log "(xtc-loadgen) uid [0-9]* attached" 5
+# each attached before its kill (on a loaded machine one may take a while,
+# and one killed before it attached would have no session to end)
+for p in "${pids[@]}"; do
+	wait_log "pid $p (xtc-loadgen) uid [0-9]* attached" 20
+done
 for p in "${pids[@]}"; do
 	sleep "0.$((RANDOM % 4 + 1))"
 	kill -9 "$p"

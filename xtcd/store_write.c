@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "xtcd/conf.h"
+#include "xtcd/holdoff.h"
 #include "xtcd/store_buf.h"
 #include "xtcd/store_int.h"
 #include "xtcd/xtcd.h"
@@ -380,9 +381,7 @@ static void write_now(struct wbuf *b)
 #define INLINE_HOLDOFF_MAX  64000000000ull
 
 static struct store_write_counts counts;
-static uint64_t inline_until_ns;  /* io_uring only until then */
-static uint64_t inline_slow_ns;   /* when the last slow one ended */
-static uint64_t inline_holdoff_ns = INLINE_HOLDOFF_NS;
+static struct holdoff inline_off = HOLDOFF_INIT(INLINE_HOLDOFF_NS, INLINE_HOLDOFF_MAX);
 
 void store_write_counts(struct store_write_counts *out)
 {
@@ -398,30 +397,24 @@ static int inline_fits(const struct wbuf *b)
 	for (size_t i = 0; i + 1 < store.flen; i++)
 		if (store.flight[(store.fhead + i) % NBUF]->state == BUF_INFLIGHT)
 			return 0;
-	return inline_until_ns == 0 || sio_now_ns() >= inline_until_ns;
+	return !holdoff_held(&inline_off, sio_now_ns());
 }
 
 /* b's write with pwrite now, timed: a slow one turns inline writes off
  * for a while. */
 static void write_inline(struct wbuf *b)
 {
-	uint64_t t0 = sio_now_ns(), took;
+	uint64_t t0 = sio_now_ns(), end, hold;
 
 	write_now(b);
 	counts.inline_writes++;
-	took = sio_now_ns() - t0;
-	if (took <= INLINE_SLOW_NS) {
-		if (t0 - inline_slow_ns > INLINE_HOLDOFF_MAX)
-			inline_holdoff_ns = INLINE_HOLDOFF_NS;
+	end = sio_now_ns();
+	hold = holdoff_note(&inline_off, end, end - t0 > INLINE_SLOW_NS);
+	if (hold == 0)
 		return;
-	}
 	counts.inline_slow++;
-	inline_slow_ns = t0 + took;
-	inline_until_ns = inline_slow_ns + inline_holdoff_ns;
 	xlog("a %zu-byte write held the event loop %.1f ms; small writes go to io_uring for %.0f s",
-	     b->len, (double)took / 1e6, (double)inline_holdoff_ns / 1e9);
-	if (inline_holdoff_ns < INLINE_HOLDOFF_MAX)
-		inline_holdoff_ns *= 2;
+	     b->len, (double)(end - t0) / 1e6, (double)hold / 1e9);
 }
 
 /* io_uring would not take the writes: wait for those it has, then write
