@@ -214,11 +214,12 @@ static uint64_t *last_times_sorted(const struct rp_sess *s)
 	return t;
 }
 
-/* A loop finding for the silence of l from its last record to `to`, with
- * `active` other loops that recorded after it. */
+/* A loop finding for the silence of l from its last record to `to`; the
+ * caller counts the other loops active meanwhile, only for a finding
+ * kept (past RP_FIND_MAX they are only counted, and so cost no scan). */
 static struct rp_finding *silence_finding(struct report *rep, struct rp_sess *s,
                                           struct rp_loop *l, enum rp_class cls, uint64_t to,
-                                          uint64_t others, uint32_t active)
+                                          uint64_t others)
 {
 	struct rp_finding *f = report_find_add(rep, cls, s);
 
@@ -228,7 +229,6 @@ static struct rp_finding *silence_finding(struct report *rep, struct rp_sess *s,
 	f->t = f->t_last = l->last_t;
 	f->t_end = to;
 	f->detail = to - l->last_t;
-	f->loops_active = active;
 	f->others_events = others;
 	f->procs_live = l->spawned > l->exited ? l->spawned - l->exited : 0;
 	f->chains_open = l->open_chains;
@@ -248,8 +248,9 @@ static void check_gap(struct report *rep, struct rp_sess *s, struct rp_loop *l,
 		return;
 	if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
 		return;                     /* an adapter's loop idle in its wait, not stuck */
-	if (!(f = silence_finding(rep, s, l, RF_LOOP_GAP, e->t, others, loops_after(s, l, l->last_t))))
+	if (!(f = silence_finding(rep, s, l, RF_LOOP_GAP, e->t, others)))
 		return;
+	f->loops_active = loops_after(s, l, l->last_t);
 	f->verdict = 0;                     /* judged when the session's drops are all read */
 	report_find_proof(f, e);
 	if (rp_grow(&s->gap_ids, &s->gap_ids_cap, s->ngap_ids + 1, sizeof(*s->gap_ids)) < 0) {
@@ -359,10 +360,9 @@ void report_loops_finish(struct report *rep, struct rp_sess *s)
 			continue;                   /* every proc exited: it finished */
 		if (l->last_ev.kind == XTC_TAIL_LOOP_WAIT)
 			continue;                   /* idle in its wait (see report_adapter.c) */
-		if (!(f = silence_finding(rep, s, l, RF_LOOP_STOPPED, end, others,
-		                          last ? times_after(last, s->nloops, l->last_t)
-		                               : loops_after(s, l, l->last_t))))
+		if (!(f = silence_finding(rep, s, l, RF_LOOP_STOPPED, end, others)))
 			continue;
+		f->loops_active = last ? times_after(last, s->nloops, l->last_t) : loops_after(s, l, l->last_t);
 		if (report_loss(rep, s, RS_LOOP, l->loop, f->t, end, 1, &f->loss))
 			f->verdict = RV_CANNOT_TELL;
 	}
