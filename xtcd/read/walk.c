@@ -123,20 +123,22 @@ static int listing_due(struct walk *w)
 }
 
 /* Whether a segment newer than the current one has its header on disk,
- * and which (*next): the next number, or, when something that is not a
- * segment (yet) sits under that name, the oldest begun one above: a file
- * shorter than a header that a crashed xtcd left there, which its
- * successor numbers past, must not hold the walk on the current segment
- * for good.  Nothing under the next name: xtcd has not rotated, or it was
- * killed and the next file deleted by hand while its successor went on
- * above; only a listing tells, so one is made while the segment does not
- * grow (idle), at most once a second (until then the walk owes it:
- * recheck), and what it finds sets *gone: the numbers before it are
+ * and which (*next): the next number, or else the oldest begun one above.
+ * That is for two cases: something that is not a segment (yet) sits under
+ * the next name (a file shorter than a header that a crashed xtcd left
+ * there, which its successor numbers past, must not hold the walk on the
+ * current segment for good), or nothing does (xtcd has not rotated, or it
+ * was killed and the next file deleted by hand while its successor went
+ * on above).  Only a listing tells, so one is made while the segment does
+ * not grow (idle), at most once a second (until then the walk owes it:
+ * recheck): a walk stays linear in what it reads while xtcd writes on.
+ * In the second case what it finds sets *gone: the numbers before it are
  * missing. */
 static int newer_begun(struct walk *w, int idle, uint64_t *next, int *gone)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	int absent;
 
 	*gone = 0;
 	*next = w->seq + 1;
@@ -144,15 +146,14 @@ static int newer_begun(struct walk *w, int idle, uint64_t *next, int *gone)
 		return 1;
 	if (seg_path(path, sizeof(path), w->dir, *next) >= (int)sizeof(path))
 		return 0;
-	if (stat(path, &st) == 0)
-		return (*next = oldest_begun_above(w)) != 0;
-	if (errno != ENOENT)
+	absent = stat(path, &st) < 0;
+	if (absent && errno != ENOENT)
 		return 0;
 	if (!idle || !listing_due(w)) {
 		w->recheck = 1;
 		return 0;
 	}
-	*gone = 1;
+	*gone = absent;
 	return (*next = oldest_begun_above(w)) != 0;
 }
 
