@@ -69,31 +69,52 @@ static void sync_close(int fd, uint64_t seq)
 	close(fd);
 }
 
-/* Whether the page under p is in the memfd's page cache.  A page that is
- * not is a hole the producer has not written yet (or one swapped out):
- * a read fault there would allocate it, charged to xtcd, for a client
- * that may never write it.  Those are left to the drains. */
-static int page_present(const volatile uint8_t *p, size_t page)
-{
-	unsigned char v = 0;
+/* Pages asked about in one mincore call. */
+#define TOUCH_CHUNK 256
 
-	return mincore((void *)((uintptr_t)p & ~(uintptr_t)(page - 1)), page, &v) == 0 && (v & 1);
+/* Read one byte of every page of [at, at + n pages) that is in the
+ * memfd's page cache, as one mincore says.  A page that is not is a hole
+ * the producer has not written yet (or one swapped out): a read fault
+ * there would allocate it, charged to xtcd, for a client that may never
+ * write it.  Those are left to the drains. */
+static unsigned touch_present(const volatile uint8_t *at, size_t n, size_t page)
+{
+	unsigned char v[TOUCH_CHUNK];
+	unsigned sum = 0;
+
+	if (mincore((void *)(uintptr_t)at, n * page, v) < 0)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		if (v[k] & 1)
+			sum += at[k * page];
+	return sum;
 }
 
-/* Read one byte of every page already present, stopping early if the
+/* Read one byte of every page already present, a chunk of pages at a
+ * time (one system call each, not one a page), stopping early if the
  * owner cancels. */
 static void touch(const struct job *j)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t base = (uintptr_t)j->p & ~(uintptr_t)(page - 1);
+	size_t span = ((uintptr_t)j->p + j->size - base + page - 1) / page; /* pages of the ring */
+	size_t first = ((uintptr_t)j->p + j->from % j->size - base) / page;
+	size_t last = ((uintptr_t)j->p + (j->from + j->len - 1) % j->size - base) / page;
+	size_t n = j->len >= j->size ? span                              /* pages, wrapping */
+	         : j->len == 0 ? 0 : (last + span - first) % span + 1;
 	unsigned sum = 0;
 
-	for (size_t done = 0; done < j->len; done += page) {
-		const volatile uint8_t *at = &j->p[(j->from + done) % j->size];
+	for (size_t done = 0; done < n;) {
+		size_t at = (first + done) % span, k = n - done;
 
-		if ((done / page) % 64 == 0 && __atomic_load_n(&j->t->cancel, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&j->t->cancel, __ATOMIC_RELAXED))
 			break;
-		if (page_present(at, page))
-			sum += *at;
+		if (k > TOUCH_CHUNK)
+			k = TOUCH_CHUNK;
+		if (k > span - at)
+			k = span - at; /* up to the ring's end, then from its start */
+		sum += touch_present((const volatile uint8_t *)(base + at * page), k, page);
+		done += k;
 	}
 	(void)sum;
 }
